@@ -1,0 +1,20 @@
+//! The LightningStore: the single source of truth and task queue of agl-host.
+//!
+//! This crate owns three things and nothing else (it knows nothing of wasm or HTTP):
+//! - [`model`]: the data model, serde-identical to Agent-lightning 0.3.0's wire shapes;
+//! - [`LightningStore`]: the async store API, and [`rules`]: the status machine every backend shares;
+//! - [`InMemoryLightningStore`]: the in-memory backend with its watchdog and event-driven waits.
+
+pub mod clock;
+pub mod error;
+pub mod memory;
+pub mod model;
+pub mod query_exec;
+pub mod rules;
+pub mod store;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{StoreError, StoreResult};
+pub use memory::{InMemoryLightningStore, InMemoryOptions};
+pub use model::*;
+pub use store::{AttemptRef, LightningStore};

@@ -1,0 +1,324 @@
+//! Executes queries over records held in memory: filter combination (and/or), validation of
+//! limit/offset/sort field, stable sorting with the 0.3.0 null rules, and pagination.
+
+use crate::error::{StoreError, StoreResult};
+use crate::model::*;
+use std::cmp::Ordering;
+
+/// A value to sort by. Missing `*_time` values sort as +∞, other missing values as ""/0.
+#[derive(Debug, Clone, Copy)]
+pub enum SortKey<'a> {
+    Str(&'a str),
+    Num(f64),
+}
+
+impl SortKey<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (SortKey::Str(a), SortKey::Str(b)) => a.cmp(b),
+            (SortKey::Num(a), SortKey::Num(b)) => a.total_cmp(b),
+            (SortKey::Str(_), SortKey::Num(_)) => Ordering::Greater,
+            (SortKey::Num(_), SortKey::Str(_)) => Ordering::Less,
+        }
+    }
+}
+
+fn time(value: Option<f64>) -> SortKey<'static> {
+    SortKey::Num(value.unwrap_or(f64::INFINITY))
+}
+
+fn text(value: Option<&str>) -> SortKey<'_> {
+    SortKey::Str(value.unwrap_or(""))
+}
+
+/// A record type that queries can sort.
+pub trait Sortable {
+    /// What the error message calls these records.
+    const KIND: &'static str;
+    /// Field names accepted by `sort_by`.
+    const SORTABLE: &'static [&'static str];
+    /// The key of `field`, which is one of [`Self::SORTABLE`].
+    fn sort_key(&self, field: &str) -> SortKey<'_>;
+}
+
+impl Sortable for Rollout {
+    const KIND: &'static str = "rollouts";
+    const SORTABLE: &'static [&'static str] = &[
+        "rollout_id",
+        "start_time",
+        "end_time",
+        "mode",
+        "resources_id",
+        "status",
+    ];
+    fn sort_key(&self, field: &str) -> SortKey<'_> {
+        match field {
+            "rollout_id" => SortKey::Str(&self.rollout_id),
+            "start_time" => SortKey::Num(self.start_time),
+            "end_time" => time(self.end_time),
+            "mode" => text(self.mode.map(Mode::as_str)),
+            "resources_id" => text(self.resources_id.as_deref()),
+            _ => SortKey::Str(self.status.as_str()),
+        }
+    }
+}
+
+impl Sortable for Attempt {
+    const KIND: &'static str = "attempts";
+    const SORTABLE: &'static [&'static str] = &[
+        "rollout_id",
+        "attempt_id",
+        "sequence_id",
+        "start_time",
+        "end_time",
+        "status",
+        "worker_id",
+        "last_heartbeat_time",
+    ];
+    fn sort_key(&self, field: &str) -> SortKey<'_> {
+        match field {
+            "rollout_id" => SortKey::Str(&self.rollout_id),
+            "attempt_id" => SortKey::Str(&self.attempt_id),
+            "sequence_id" => SortKey::Num(f64::from(self.sequence_id)),
+            "start_time" => SortKey::Num(self.start_time),
+            "end_time" => time(self.end_time),
+            "status" => SortKey::Str(self.status.as_str()),
+            "worker_id" => text(self.worker_id.as_deref()),
+            _ => time(self.last_heartbeat_time),
+        }
+    }
+}
+
+impl Sortable for Span {
+    const KIND: &'static str = "spans";
+    const SORTABLE: &'static [&'static str] = &[
+        "rollout_id",
+        "attempt_id",
+        "sequence_id",
+        "trace_id",
+        "span_id",
+        "parent_id",
+        "name",
+        "start_time",
+        "end_time",
+    ];
+    fn sort_key(&self, field: &str) -> SortKey<'_> {
+        match field {
+            "rollout_id" => SortKey::Str(&self.rollout_id),
+            "attempt_id" => SortKey::Str(&self.attempt_id),
+            "sequence_id" => SortKey::Num(self.sequence_id as f64),
+            "trace_id" => SortKey::Str(&self.trace_id),
+            "span_id" => SortKey::Str(&self.span_id),
+            "parent_id" => text(self.parent_id.as_deref()),
+            "name" => SortKey::Str(&self.name),
+            "start_time" => time(self.start_time),
+            _ => time(self.end_time),
+        }
+    }
+}
+
+impl Sortable for ResourcesUpdate {
+    const KIND: &'static str = "resources";
+    const SORTABLE: &'static [&'static str] =
+        &["resources_id", "create_time", "update_time", "version"];
+    fn sort_key(&self, field: &str) -> SortKey<'_> {
+        match field {
+            "resources_id" => SortKey::Str(&self.resources_id),
+            "create_time" => SortKey::Num(self.create_time),
+            "update_time" => SortKey::Num(self.update_time),
+            _ => SortKey::Num(self.version as f64),
+        }
+    }
+}
+
+impl Sortable for Worker {
+    const KIND: &'static str = "workers";
+    const SORTABLE: &'static [&'static str] = &[
+        "worker_id",
+        "status",
+        "last_heartbeat_time",
+        "last_dequeue_time",
+        "last_busy_time",
+        "last_idle_time",
+        "current_rollout_id",
+        "current_attempt_id",
+    ];
+    fn sort_key(&self, field: &str) -> SortKey<'_> {
+        match field {
+            "worker_id" => SortKey::Str(&self.worker_id),
+            "status" => SortKey::Str(self.status.as_str()),
+            "last_heartbeat_time" => time(self.last_heartbeat_time),
+            "last_dequeue_time" => time(self.last_dequeue_time),
+            "last_busy_time" => time(self.last_busy_time),
+            "last_idle_time" => time(self.last_idle_time),
+            "current_rollout_id" => text(self.current_rollout_id.as_deref()),
+            _ => text(self.current_attempt_id.as_deref()),
+        }
+    }
+}
+
+impl<T: Sortable> Sortable for std::sync::Arc<T> {
+    const KIND: &'static str = T::KIND;
+    const SORTABLE: &'static [&'static str] = T::SORTABLE;
+    fn sort_key(&self, field: &str) -> SortKey<'_> {
+        self.as_ref().sort_key(field)
+    }
+}
+
+/// Validated pagination of one query.
+#[derive(Debug, Clone)]
+pub struct Page<'q> {
+    pub limit: i64,
+    pub offset: i64,
+    pub sort_by: Option<&'q str>,
+    pub order: SortOrder,
+}
+
+impl<'q> Page<'q> {
+    /// Checks limit (-1 or ≥ 1), offset (≥ 0) and that the sort field exists on `T`.
+    pub fn of<T: Sortable>(params: &'q impl PageParams) -> StoreResult<Self> {
+        let (limit, offset) = (params.limit(), params.offset());
+        if limit == 0 || limit < -1 {
+            return Err(StoreError::InvalidArgument(format!(
+                "limit must be -1 (no limit) or a positive number, got {limit}"
+            )));
+        }
+        if offset < 0 {
+            return Err(StoreError::InvalidArgument(format!(
+                "offset must be ≥ 0, got {offset}"
+            )));
+        }
+        let sort_by = params.effective_sort_by();
+        if let Some(field) = sort_by
+            && !T::SORTABLE.contains(&field)
+        {
+            return Err(StoreError::InvalidArgument(format!(
+                "cannot sort {} by '{field}': sortable fields are {}",
+                T::KIND,
+                T::SORTABLE.join(", ")
+            )));
+        }
+        Ok(Self {
+            limit,
+            offset,
+            sort_by,
+            order: params.sort_order(),
+        })
+    }
+
+    /// Sorts (stably) and slices matching records; returns the page and the total match count.
+    pub fn apply<'a, T: Sortable>(&self, mut matches: Vec<&'a T>) -> (Vec<&'a T>, u64) {
+        let total = matches.len() as u64;
+        if let Some(field) = self.sort_by {
+            match self.order {
+                SortOrder::Asc => matches.sort_by(|a, b| a.sort_key(field).cmp(&b.sort_key(field))),
+                SortOrder::Desc => {
+                    matches.sort_by(|a, b| b.sort_key(field).cmp(&a.sort_key(field)))
+                }
+            }
+        }
+        let start = usize::try_from(self.offset)
+            .unwrap_or(usize::MAX)
+            .min(matches.len());
+        let end = if self.limit < 0 {
+            matches.len()
+        } else {
+            start
+                .saturating_add(usize::try_from(self.limit).unwrap_or(usize::MAX))
+                .min(matches.len())
+        };
+        matches.truncate(end);
+        matches.drain(..start);
+        (matches, total)
+    }
+
+    /// Wraps a page of owned items.
+    pub fn result<T>(&self, items: Vec<T>, total: u64) -> Paginated<T> {
+        Paginated {
+            items,
+            limit: self.limit,
+            offset: self.offset,
+            total,
+        }
+    }
+}
+
+/// Combines optional conditions: `None` is a condition not asked for. With no condition asked,
+/// everything matches (under either logic).
+pub fn combine(logic: FilterLogic, conditions: &[Option<bool>]) -> bool {
+    let mut asked = conditions.iter().flatten().peekable();
+    if asked.peek().is_none() {
+        return true;
+    }
+    match logic {
+        FilterLogic::And => asked.all(|c| *c),
+        FilterLogic::Or => asked.any(|c| *c),
+    }
+}
+
+/// `exact` and `contains` on one optional string field, as two conditions.
+pub fn string_conditions(
+    value: Option<&str>,
+    exact: Option<&str>,
+    contains: Option<&str>,
+) -> [Option<bool>; 2] {
+    [
+        exact.map(|e| value == Some(e)),
+        contains.map(|c| value.is_some_and(|v| v.contains(c))),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combine_treats_unasked_conditions_as_absent() {
+        assert!(combine(FilterLogic::And, &[None, None]));
+        assert!(combine(FilterLogic::Or, &[None, None]));
+        assert!(!combine(FilterLogic::And, &[Some(true), Some(false)]));
+        assert!(combine(FilterLogic::Or, &[Some(false), None, Some(true)]));
+        assert!(!combine(FilterLogic::Or, &[Some(false), None]));
+    }
+
+    #[test]
+    fn page_rejects_bad_limit_offset_and_sort_field() {
+        for query in [
+            WorkerQuery::default().limit(0),
+            WorkerQuery::default().limit(-2),
+            WorkerQuery::default().offset(-1),
+            WorkerQuery::default().sort_by("nope", SortOrder::Asc),
+        ] {
+            let err = Page::of::<Worker>(&query).unwrap_err();
+            assert!(matches!(err, StoreError::InvalidArgument(_)), "{err}");
+        }
+        assert!(Page::of::<Worker>(&WorkerQuery::default().limit(-1)).is_ok());
+    }
+
+    #[test]
+    fn missing_times_sort_last_ascending_and_pagination_slices_after_sorting() {
+        let mut workers: Vec<Worker> = (0..5).map(|i| Worker::new(format!("w{i}"))).collect();
+        workers[0].last_busy_time = Some(3.0);
+        workers[2].last_busy_time = Some(1.0);
+        workers[4].last_busy_time = Some(2.0);
+        let query = WorkerQuery::default()
+            .sort_by("last_busy_time", SortOrder::Asc)
+            .limit(3)
+            .offset(1);
+        let page = Page::of::<Worker>(&query).unwrap();
+        let (items, total) = page.apply(workers.iter().collect());
+        assert_eq!(total, 5);
+        let ids: Vec<_> = items.iter().map(|w| w.worker_id.as_str()).collect();
+        assert_eq!(ids, ["w4", "w0", "w1"]);
+    }
+
+    #[test]
+    fn offset_past_the_end_gives_an_empty_page() {
+        let workers: Vec<Worker> = (0..3).map(|i| Worker::new(format!("w{i}"))).collect();
+        let query = WorkerQuery::default().offset(10);
+        let page = Page::of::<Worker>(&query).unwrap();
+        let (items, total) = page.apply(workers.iter().collect());
+        assert!(items.is_empty());
+        assert_eq!(total, 3);
+    }
+}
