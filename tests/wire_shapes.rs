@@ -15,12 +15,8 @@ fn same_up_to_nulls(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            keys.into_iter().all(|k| {
-                same_up_to_nulls(
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                )
-            })
+            keys.into_iter()
+                .all(|k| same_up_to_nulls(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null)))
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_up_to_nulls(p, q))
@@ -63,60 +59,39 @@ fn route_types(method: &str, path: &str) -> Option<(Option<Check>, Check)> {
     Some(match (method, tail.as_slice()) {
         ("GET", ["health"]) => (None, round_trip::<HealthResponse>),
         ("GET", ["statistics"]) => (None, round_trip::<Statistics>),
-        ("POST", ["resources"]) | ("POST", ["resources", _]) => (
-            Some(round_trip::<NamedResources>),
-            round_trip::<ResourcesUpdate>,
-        ),
+        ("POST", ["resources"]) | ("POST", ["resources", _]) => {
+            (Some(round_trip::<NamedResources>), round_trip::<ResourcesUpdate>)
+        }
         ("GET", ["resources"]) => (None, round_trip::<Paginated<ResourcesUpdate>>),
         ("GET", ["resources", _]) => (None, round_trip::<Option<ResourcesUpdate>>),
-        ("POST", ["queues", "rollouts", "enqueue"]) => (
-            Some(round_trip::<EnqueueManyRequest>),
-            round_trip::<Vec<Rollout>>,
-        ),
-        ("POST", ["queues", "rollouts", "dequeue"]) => (
-            Some(round_trip::<DequeueRequest>),
-            round_trip::<Vec<AttemptedRollout>>,
-        ),
-        ("POST", ["rollouts"]) => (
-            Some(round_trip::<StartRolloutRequest>),
-            round_trip::<AttemptedRollout>,
-        ),
-        ("POST", ["rollouts", "search"]) => (
-            Some(round_trip::<RolloutQuery>),
-            round_trip::<Paginated<RolloutView>>,
-        ),
+        ("POST", ["queues", "rollouts", "enqueue"]) => {
+            (Some(round_trip::<EnqueueManyRequest>), round_trip::<Vec<Rollout>>)
+        }
+        ("POST", ["queues", "rollouts", "dequeue"]) => {
+            (Some(round_trip::<DequeueRequest>), round_trip::<Vec<AttemptedRollout>>)
+        }
+        ("POST", ["rollouts"]) => (Some(round_trip::<StartRolloutRequest>), round_trip::<AttemptedRollout>),
+        ("POST", ["rollouts", "search"]) => (Some(round_trip::<RolloutQuery>), round_trip::<Paginated<RolloutView>>),
         ("GET", ["rollouts", _]) => (None, round_trip::<Option<RolloutView>>),
         ("POST", ["rollouts", _]) => (Some(round_trip::<RolloutUpdate>), round_trip::<Rollout>),
-        ("POST", ["rollouts", _, "attempts"]) => (
-            Some(round_trip::<StartAttemptRequest>),
-            round_trip::<AttemptedRollout>,
-        ),
-        ("POST", ["rollouts", _, "attempts", "search"]) => (
-            Some(round_trip::<AttemptQuery>),
-            round_trip::<Paginated<Attempt>>,
-        ),
-        ("GET", ["rollouts", _, "attempts", "latest"]) => (None, round_trip::<Option<Attempt>>),
-        ("POST", ["rollouts", _, "attempts", _]) => {
-            (Some(round_trip::<AttemptUpdate>), round_trip::<Attempt>)
+        ("POST", ["rollouts", _, "attempts"]) => {
+            (Some(round_trip::<StartAttemptRequest>), round_trip::<AttemptedRollout>)
         }
+        ("POST", ["rollouts", _, "attempts", "search"]) => {
+            (Some(round_trip::<AttemptQuery>), round_trip::<Paginated<Attempt>>)
+        }
+        ("GET", ["rollouts", _, "attempts", "latest"]) => (None, round_trip::<Option<Attempt>>),
+        ("POST", ["rollouts", _, "attempts", _]) => (Some(round_trip::<AttemptUpdate>), round_trip::<Attempt>),
         ("POST", ["spans"]) => (Some(round_trip::<Span>), round_trip::<Option<Span>>),
         ("POST", ["spans", "next"]) => (
             Some(round_trip::<NextSequenceIdRequest>),
             round_trip::<NextSequenceIdResponse>,
         ),
-        ("POST", ["spans", "search"]) => {
-            (Some(round_trip::<SpanQuery>), round_trip::<Paginated<Span>>)
-        }
-        ("POST", ["workers", "search"]) => (
-            Some(round_trip::<WorkerQuery>),
-            round_trip::<Paginated<Worker>>,
-        ),
+        ("POST", ["spans", "search"]) => (Some(round_trip::<SpanQuery>), round_trip::<Paginated<Span>>),
+        ("POST", ["workers", "search"]) => (Some(round_trip::<WorkerQuery>), round_trip::<Paginated<Worker>>),
         ("GET", ["workers", _]) => (None, round_trip::<Option<Worker>>),
         ("POST", ["workers", _]) => (Some(round_trip::<WorkerUpdate>), round_trip::<Worker>),
-        ("POST", ["waits", "rollouts"]) => (
-            Some(round_trip::<WaitForRolloutsRequest>),
-            round_trip::<Vec<Rollout>>,
-        ),
+        ("POST", ["waits", "rollouts"]) => (Some(round_trip::<WaitForRolloutsRequest>), round_trip::<Vec<Rollout>>),
         _ => return None,
     })
 }
@@ -126,11 +101,7 @@ fn every_captured_body_round_trips_through_our_types() {
     let mut failures = Vec::new();
     let mut checked = 0;
     let mut skipped_truncated = 0;
-    for (line_no, line) in EXCHANGES
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    for (line_no, line) in EXCHANGES.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let exchange: Value = serde_json::from_str(line).expect("fixture lines are JSON");
         let method = exchange["method"].as_str().unwrap_or_default();
         let path = exchange["path"].as_str().unwrap_or_default();
@@ -149,10 +120,7 @@ fn every_captured_body_round_trips_through_our_types() {
         if let Some(check) = request_check.filter(|_| !request_body.is_empty()) {
             checked += 1;
             if let Err(e) = check(request_body, false) {
-                failures.push(format!(
-                    "line {} request of {method} {path}: {e}",
-                    line_no + 1
-                ));
+                failures.push(format!("line {} request of {method} {path}: {e}", line_no + 1));
             }
         }
         // 0.3.0's 500 answers carry a Python traceback that the capture cut short: not JSON.
@@ -162,10 +130,7 @@ fn every_captured_body_round_trips_through_our_types() {
         } else if !response_body.is_empty() && path != "/v1/traces" {
             checked += 1;
             if let Err(e) = response_check(response_body, true) {
-                failures.push(format!(
-                    "line {} response of {method} {path}: {e}",
-                    line_no + 1
-                ));
+                failures.push(format!("line {} response of {method} {path}: {e}", line_no + 1));
             }
         }
     }
@@ -175,10 +140,7 @@ fn every_captured_body_round_trips_through_our_types() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(
-        skipped_truncated <= 4,
-        "{skipped_truncated} unreadable 5xx bodies"
-    );
+    assert!(skipped_truncated <= 4, "{skipped_truncated} unreadable 5xx bodies");
     assert!(
         checked >= 76,
         "only {checked} bodies were checked: is the fixture complete?"
@@ -199,8 +161,7 @@ fn span_keys_unknown_to_the_model_are_kept() {
 
 #[test]
 fn update_bodies_distinguish_null_from_absent() {
-    let update: RolloutUpdate =
-        serde_json::from_str(r#"{"metadata": null, "input": null}"#).unwrap();
+    let update: RolloutUpdate = serde_json::from_str(r#"{"metadata": null, "input": null}"#).unwrap();
     assert_eq!(update.metadata, Some(None));
     assert_eq!(update.input, Some(Value::Null));
     assert_eq!(update.mode, None);
@@ -212,8 +173,6 @@ fn update_bodies_distinguish_null_from_absent() {
 #[test]
 fn a_bad_status_or_resource_type_is_a_parse_error_not_a_panic() {
     assert!(serde_json::from_str::<AttemptUpdate>(r#"{"status": "exploded"}"#).is_err());
-    assert!(
-        serde_json::from_str::<NamedResources>(r#"{"p": {"resource_type": "banana"}}"#).is_err()
-    );
+    assert!(serde_json::from_str::<NamedResources>(r#"{"p": {"resource_type": "banana"}}"#).is_err());
     assert!(serde_json::from_str::<RolloutConfig>(r#"{"max_attempts": -1}"#).is_err());
 }

@@ -7,10 +7,7 @@ pub enum StoreError {
     #[error("rollout {0} not found")]
     RolloutNotFound(String),
     #[error("attempt {attempt_id} not found for rollout {rollout_id}")]
-    AttemptNotFound {
-        rollout_id: String,
-        attempt_id: String,
-    },
+    AttemptNotFound { rollout_id: String, attempt_id: String },
     #[error("rollout {0} has no attempts yet")]
     NoAttempts(String),
     #[error("resources {0} not found")]
@@ -28,10 +25,7 @@ impl StoreError {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            Self::RolloutNotFound(_)
-                | Self::AttemptNotFound { .. }
-                | Self::NoAttempts(_)
-                | Self::ResourcesNotFound(_)
+            Self::RolloutNotFound(_) | Self::AttemptNotFound { .. } | Self::NoAttempts(_) | Self::ResourcesNotFound(_)
         )
     }
 }

@@ -43,14 +43,8 @@ pub trait Sortable {
 
 impl Sortable for Rollout {
     const KIND: &'static str = "rollouts";
-    const SORTABLE: &'static [&'static str] = &[
-        "rollout_id",
-        "start_time",
-        "end_time",
-        "mode",
-        "resources_id",
-        "status",
-    ];
+    const SORTABLE: &'static [&'static str] =
+        &["rollout_id", "start_time", "end_time", "mode", "resources_id", "status"];
     fn sort_key(&self, field: &str) -> SortKey<'_> {
         match field {
             "rollout_id" => SortKey::Str(&self.rollout_id),
@@ -119,8 +113,7 @@ impl Sortable for Span {
 
 impl Sortable for ResourcesUpdate {
     const KIND: &'static str = "resources";
-    const SORTABLE: &'static [&'static str] =
-        &["resources_id", "create_time", "update_time", "version"];
+    const SORTABLE: &'static [&'static str] = &["resources_id", "create_time", "update_time", "version"];
     fn sort_key(&self, field: &str) -> SortKey<'_> {
         match field {
             "resources_id" => SortKey::Str(&self.resources_id),
@@ -184,9 +177,7 @@ impl<'q> Page<'q> {
             )));
         }
         if offset < 0 {
-            return Err(StoreError::InvalidArgument(format!(
-                "offset must be ≥ 0, got {offset}"
-            )));
+            return Err(StoreError::InvalidArgument(format!("offset must be ≥ 0, got {offset}")));
         }
         let sort_by = params.effective_sort_by();
         if let Some(field) = sort_by
@@ -212,14 +203,10 @@ impl<'q> Page<'q> {
         if let Some(field) = self.sort_by {
             match self.order {
                 SortOrder::Asc => matches.sort_by(|a, b| a.sort_key(field).cmp(&b.sort_key(field))),
-                SortOrder::Desc => {
-                    matches.sort_by(|a, b| b.sort_key(field).cmp(&a.sort_key(field)))
-                }
+                SortOrder::Desc => matches.sort_by(|a, b| b.sort_key(field).cmp(&a.sort_key(field))),
             }
         }
-        let start = usize::try_from(self.offset)
-            .unwrap_or(usize::MAX)
-            .min(matches.len());
+        let start = usize::try_from(self.offset).unwrap_or(usize::MAX).min(matches.len());
         let end = if self.limit < 0 {
             matches.len()
         } else {
@@ -257,11 +244,7 @@ pub fn combine(logic: FilterLogic, conditions: &[Option<bool>]) -> bool {
 }
 
 /// `exact` and `contains` on one optional string field, as two conditions.
-pub fn string_conditions(
-    value: Option<&str>,
-    exact: Option<&str>,
-    contains: Option<&str>,
-) -> [Option<bool>; 2] {
+pub fn string_conditions(value: Option<&str>, exact: Option<&str>, contains: Option<&str>) -> [Option<bool>; 2] {
     [
         exact.map(|e| value == Some(e)),
         contains.map(|c| value.is_some_and(|v| v.contains(c))),

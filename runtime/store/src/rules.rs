@@ -25,11 +25,7 @@ pub fn rollout_status_from_attempt(attempt: &Attempt, config: &RolloutConfig) ->
 
 /// The rollout status after its latest attempt changed, or `None` to leave it.
 /// A cancelled rollout stays cancelled: an explicit cancel is not undone by a late runner report.
-pub fn propagate_to_rollout(
-    current: RolloutStatus,
-    latest: &Attempt,
-    config: &RolloutConfig,
-) -> Option<RolloutStatus> {
+pub fn propagate_to_rollout(current: RolloutStatus, latest: &Attempt, config: &RolloutConfig) -> Option<RolloutStatus> {
     if current == RolloutStatus::Cancelled {
         return None;
     }
@@ -46,10 +42,14 @@ pub fn attempt_status_after_span(status: AttemptStatus) -> AttemptStatus {
     }
 }
 
-/// A rollout's status after a span on its latest attempt: preparing/requeuing → running.
+/// A rollout's status after a span on its latest attempt: preparing/queuing/requeuing → running
+/// (the seed's table; a span proves the attempt runs, even if the rollout was put back in line).
 pub fn rollout_status_after_span(status: RolloutStatus) -> Option<RolloutStatus> {
-    matches!(status, RolloutStatus::Preparing | RolloutStatus::Requeuing)
-        .then_some(RolloutStatus::Running)
+    matches!(
+        status,
+        RolloutStatus::Preparing | RolloutStatus::Queuing | RolloutStatus::Requeuing
+    )
+    .then_some(RolloutStatus::Running)
 }
 
 /// When the attempt would time out, by its start time.
@@ -65,10 +65,7 @@ pub fn unresponsive_at(attempt: &Attempt, config: &RolloutConfig) -> Option<f64>
 
 /// The earliest moment the watchdog has something to decide about this attempt.
 pub fn watchdog_deadline(attempt: &Attempt, config: &RolloutConfig) -> Option<f64> {
-    match (
-        timeout_at(attempt, config),
-        unresponsive_at(attempt, config),
-    ) {
+    match (timeout_at(attempt, config), unresponsive_at(attempt, config)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
@@ -76,11 +73,7 @@ pub fn watchdog_deadline(attempt: &Attempt, config: &RolloutConfig) -> Option<f6
 
 /// The watchdog's verdict on the latest attempt of a preparing/running rollout at `now`:
 /// timeout first (`now - start > timeout_seconds`), then unresponsive.
-pub fn watchdog_verdict(
-    now: f64,
-    attempt: &Attempt,
-    config: &RolloutConfig,
-) -> Option<AttemptStatus> {
+pub fn watchdog_verdict(now: f64, attempt: &Attempt, config: &RolloutConfig) -> Option<AttemptStatus> {
     if timeout_at(attempt, config).is_some_and(|at| now > at) {
         return Some(AttemptStatus::Timeout);
     }
@@ -105,8 +98,7 @@ pub fn sync_worker_with_attempt(worker: &mut Worker, attempt: &Attempt, now: f64
             worker.current_attempt_id = Some(attempt.attempt_id.clone());
         }
         ended => {
-            let is_current = worker.current_attempt_id.as_deref()
-                == Some(attempt.attempt_id.as_str())
+            let is_current = worker.current_attempt_id.as_deref() == Some(attempt.attempt_id.as_str())
                 && worker.current_rollout_id.as_deref() == Some(attempt.rollout_id.as_str());
             if !is_current && worker.current_attempt_id.is_some() {
                 return;

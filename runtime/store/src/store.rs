@@ -41,36 +41,21 @@ pub trait LightningStore: Send + Sync {
     }
 
     /// Adds rollouts to the queue in order; all or none (a bad request rejects the batch).
-    async fn enqueue_rollouts(
-        &self,
-        requests: Vec<EnqueueRolloutRequest>,
-    ) -> StoreResult<Vec<Rollout>>;
+    async fn enqueue_rollouts(&self, requests: Vec<EnqueueRolloutRequest>) -> StoreResult<Vec<Rollout>>;
 
     /// Takes the next queued rollout and starts an attempt on it; never blocks.
-    async fn dequeue_rollout(
-        &self,
-        worker_id: Option<&str>,
-    ) -> StoreResult<Option<AttemptedRollout>> {
+    async fn dequeue_rollout(&self, worker_id: Option<&str>) -> StoreResult<Option<AttemptedRollout>> {
         Ok(self.dequeue_rollouts(1, worker_id).await?.pop())
     }
 
     /// Takes up to `limit` queued rollouts, each with a fresh attempt.
-    async fn dequeue_rollouts(
-        &self,
-        limit: usize,
-        worker_id: Option<&str>,
-    ) -> StoreResult<Vec<AttemptedRollout>>;
+    async fn dequeue_rollouts(&self, limit: usize, worker_id: Option<&str>) -> StoreResult<Vec<AttemptedRollout>>;
 
     /// Starts a new attempt on a rollout explicitly (may exceed `max_attempts`).
-    async fn start_attempt(
-        &self,
-        rollout_id: &str,
-        worker_id: Option<&str>,
-    ) -> StoreResult<AttemptedRollout>;
+    async fn start_attempt(&self, rollout_id: &str, worker_id: Option<&str>) -> StoreResult<AttemptedRollout>;
 
     /// Changes the keys present in `update`; `status = cancelled` is allowed from any state.
-    async fn update_rollout(&self, rollout_id: &str, update: RolloutUpdate)
-    -> StoreResult<Rollout>;
+    async fn update_rollout(&self, rollout_id: &str, update: RolloutUpdate) -> StoreResult<Rollout>;
 
     /// Changes an attempt; on the latest attempt the rollout status is re-derived.
     async fn update_attempt(
@@ -81,16 +66,9 @@ pub trait LightningStore: Send + Sync {
     ) -> StoreResult<Attempt>;
 
     async fn query_rollouts(&self, query: &RolloutQuery) -> StoreResult<Paginated<RolloutView>>;
-    async fn query_attempts(
-        &self,
-        rollout_id: &str,
-        query: &AttemptQuery,
-    ) -> StoreResult<Paginated<Attempt>>;
+    async fn query_attempts(&self, rollout_id: &str, query: &AttemptQuery) -> StoreResult<Paginated<Attempt>>;
     async fn query_spans(&self, query: &SpanQuery) -> StoreResult<Paginated<Arc<Span>>>;
-    async fn query_resources(
-        &self,
-        query: &ResourcesQuery,
-    ) -> StoreResult<Paginated<ResourcesUpdate>>;
+    async fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>>;
     async fn query_workers(&self, query: &WorkerQuery) -> StoreResult<Paginated<Worker>>;
 
     /// The rollout with its latest attempt, or `None` when the id is unknown.
@@ -106,14 +84,8 @@ pub trait LightningStore: Send + Sync {
     async fn add_spans(&self, spans: Vec<Span>) -> StoreResult<Vec<Arc<Span>>>;
 
     /// Hands out the next span sequence id of a rollout (one counter per rollout, from 1).
-    async fn get_next_span_sequence_id(
-        &self,
-        rollout_id: &str,
-        attempt_id: &str,
-    ) -> StoreResult<u64> {
-        let ids = self
-            .get_next_span_sequence_ids(&[(rollout_id, attempt_id)])
-            .await?;
+    async fn get_next_span_sequence_id(&self, rollout_id: &str, attempt_id: &str) -> StoreResult<u64> {
+        let ids = self.get_next_span_sequence_ids(&[(rollout_id, attempt_id)]).await?;
         ids.first()
             .copied()
             .ok_or_else(|| crate::StoreError::Backend("no sequence id issued".into()))
@@ -125,14 +97,9 @@ pub trait LightningStore: Send + Sync {
     /// Stores a new resource bundle under a fresh `rs-` id; it becomes the latest.
     async fn add_resources(&self, resources: NamedResources) -> StoreResult<ResourcesUpdate>;
     /// Creates or replaces the bundle with this id (version + 1); it becomes the latest.
-    async fn update_resources(
-        &self,
-        resources_id: &str,
-        resources: NamedResources,
-    ) -> StoreResult<ResourcesUpdate>;
+    async fn update_resources(&self, resources_id: &str, resources: NamedResources) -> StoreResult<ResourcesUpdate>;
     async fn get_latest_resources(&self) -> StoreResult<Option<ResourcesUpdate>>;
-    async fn get_resources_by_id(&self, resources_id: &str)
-    -> StoreResult<Option<ResourcesUpdate>>;
+    async fn get_resources_by_id(&self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>>;
 
     /// A worker heartbeat (creates the worker if new); never changes its status.
     async fn update_worker(&self, worker_id: &str, update: WorkerUpdate) -> StoreResult<Worker>;
@@ -140,11 +107,7 @@ pub trait LightningStore: Send + Sync {
 
     /// Waits until every listed rollout is finished or the timeout passes (`None`: no limit);
     /// returns the finished ones, in the order asked. Unknown ids are never finished.
-    async fn wait_for_rollouts(
-        &self,
-        rollout_ids: &[String],
-        timeout: Option<Duration>,
-    ) -> StoreResult<Vec<Rollout>>;
+    async fn wait_for_rollouts(&self, rollout_ids: &[String], timeout: Option<Duration>) -> StoreResult<Vec<Rollout>>;
 
     async fn statistics(&self) -> StoreResult<Statistics>;
     fn capabilities(&self) -> Capabilities;

@@ -22,22 +22,15 @@ pub(super) fn check(state: &State) -> Result<(), String> {
             return Err(format!("rollout {id} is queued {} times", queued[slot]));
         }
         if entry.in_queue != (queued[slot] == 1) {
-            return Err(format!(
-                "rollout {id}: in_queue flag disagrees with the queue"
-            ));
+            return Err(format!("rollout {id}: in_queue flag disagrees with the queue"));
         }
         let latest = entry.attempts.last();
         match rollout.status {
             RolloutStatus::Queuing | RolloutStatus::Requeuing if queued[slot] != 1 => {
-                return Err(format!(
-                    "{} rollout {id} is not in the queue",
-                    rollout.status
-                ));
+                return Err(format!("{} rollout {id} is not in the queue", rollout.status));
             }
             RolloutStatus::Preparing | RolloutStatus::Running
-                if !latest.is_some_and(|a| {
-                    matches!(a.status, AttemptStatus::Preparing | AttemptStatus::Running)
-                }) =>
+                if !latest.is_some_and(|a| matches!(a.status, AttemptStatus::Preparing | AttemptStatus::Running)) =>
             {
                 return Err(format!(
                     "{} rollout {id} has no live latest attempt ({latest:?})",
@@ -96,13 +89,8 @@ pub(super) fn check(state: &State) -> Result<(), String> {
                             .iter()
                             .find(|a| a.attempt_id == attempt_id)
                     })
-                    .ok_or_else(|| {
-                        format!("worker {} is busy on a missing attempt", worker.worker_id)
-                    })?;
-                if !matches!(
-                    attempt.status,
-                    AttemptStatus::Preparing | AttemptStatus::Running
-                ) {
+                    .ok_or_else(|| format!("worker {} is busy on a missing attempt", worker.worker_id))?;
+                if !matches!(attempt.status, AttemptStatus::Preparing | AttemptStatus::Running) {
                     return Err(format!(
                         "worker {} is busy on a {} attempt",
                         worker.worker_id, attempt.status

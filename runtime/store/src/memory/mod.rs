@@ -126,11 +126,7 @@ struct WaitRegistration<'a> {
 
 impl Drop for WaitRegistration<'_> {
     fn drop(&mut self) {
-        self.inner
-            .state
-            .lock()
-            .waiters
-            .unregister(&self.waiter, &self.slots);
+        self.inner.state.lock().waiters.unregister(&self.waiter, &self.slots);
     }
 }
 
@@ -141,37 +137,22 @@ impl LightningStore for InMemoryLightningStore {
         state.start_rollout(request, now)
     }
 
-    async fn enqueue_rollouts(
-        &self,
-        requests: Vec<EnqueueRolloutRequest>,
-    ) -> StoreResult<Vec<Rollout>> {
+    async fn enqueue_rollouts(&self, requests: Vec<EnqueueRolloutRequest>) -> StoreResult<Vec<Rollout>> {
         let (mut state, now) = self.inner.lock_checked();
         state.enqueue(requests, now)
     }
 
-    async fn dequeue_rollouts(
-        &self,
-        limit: usize,
-        worker_id: Option<&str>,
-    ) -> StoreResult<Vec<AttemptedRollout>> {
+    async fn dequeue_rollouts(&self, limit: usize, worker_id: Option<&str>) -> StoreResult<Vec<AttemptedRollout>> {
         let (mut state, now) = self.inner.lock_checked();
         Ok(state.dequeue(limit, worker_id, now))
     }
 
-    async fn start_attempt(
-        &self,
-        rollout_id: &str,
-        worker_id: Option<&str>,
-    ) -> StoreResult<AttemptedRollout> {
+    async fn start_attempt(&self, rollout_id: &str, worker_id: Option<&str>) -> StoreResult<AttemptedRollout> {
         let (mut state, now) = self.inner.lock_checked();
         state.start_attempt(rollout_id, worker_id, now)
     }
 
-    async fn update_rollout(
-        &self,
-        rollout_id: &str,
-        update: RolloutUpdate,
-    ) -> StoreResult<Rollout> {
+    async fn update_rollout(&self, rollout_id: &str, update: RolloutUpdate) -> StoreResult<Rollout> {
         let (mut state, now) = self.inner.lock_checked();
         state.update_rollout(rollout_id, update, now)
     }
@@ -190,25 +171,15 @@ impl LightningStore for InMemoryLightningStore {
         self.inner.lock_checked().0.query_rollouts(query)
     }
 
-    async fn query_attempts(
-        &self,
-        rollout_id: &str,
-        query: &AttemptQuery,
-    ) -> StoreResult<Paginated<Attempt>> {
-        self.inner
-            .lock_checked()
-            .0
-            .query_attempts(rollout_id, query)
+    async fn query_attempts(&self, rollout_id: &str, query: &AttemptQuery) -> StoreResult<Paginated<Attempt>> {
+        self.inner.lock_checked().0.query_attempts(rollout_id, query)
     }
 
     async fn query_spans(&self, query: &SpanQuery) -> StoreResult<Paginated<Arc<Span>>> {
         self.inner.lock_checked().0.query_spans(query)
     }
 
-    async fn query_resources(
-        &self,
-        query: &ResourcesQuery,
-    ) -> StoreResult<Paginated<ResourcesUpdate>> {
+    async fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>> {
         self.inner.lock_checked().0.query_resources(query)
     }
 
@@ -238,11 +209,7 @@ impl LightningStore for InMemoryLightningStore {
         Ok(state.add_resources(resources, now))
     }
 
-    async fn update_resources(
-        &self,
-        resources_id: &str,
-        resources: NamedResources,
-    ) -> StoreResult<ResourcesUpdate> {
+    async fn update_resources(&self, resources_id: &str, resources: NamedResources) -> StoreResult<ResourcesUpdate> {
         let (mut state, now) = self.inner.lock_checked();
         state.update_resources(resources_id, resources, now)
     }
@@ -251,10 +218,7 @@ impl LightningStore for InMemoryLightningStore {
         Ok(self.inner.state.lock().latest_resources())
     }
 
-    async fn get_resources_by_id(
-        &self,
-        resources_id: &str,
-    ) -> StoreResult<Option<ResourcesUpdate>> {
+    async fn get_resources_by_id(&self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>> {
         Ok(self.inner.state.lock().resources_by_id(resources_id))
     }
 
@@ -267,11 +231,7 @@ impl LightningStore for InMemoryLightningStore {
         Ok(self.inner.lock_checked().0.workers.get(worker_id).cloned())
     }
 
-    async fn wait_for_rollouts(
-        &self,
-        rollout_ids: &[String],
-        timeout: Option<Duration>,
-    ) -> StoreResult<Vec<Rollout>> {
+    async fn wait_for_rollouts(&self, rollout_ids: &[String], timeout: Option<Duration>) -> StoreResult<Vec<Rollout>> {
         let registration = {
             let (mut state, _) = self.inner.lock_checked();
             let pending: Vec<u32> = rollout_ids

@@ -45,18 +45,14 @@ impl RolloutEntry {
     }
 
     fn attempt_index(&self, attempt_id: &str) -> Option<usize> {
-        self.attempts
-            .iter()
-            .rposition(|a| a.attempt_id == attempt_id)
+        self.attempts.iter().rposition(|a| a.attempt_id == attempt_id)
     }
 
     /// Records the span key; false when this attempt already has a span with this id.
     fn claim_span_key(&mut self, attempt_sequence: u32, span_id: &str) -> bool {
         match parse_hex_u64(span_id) {
             Some(bits) => self.span_keys.insert((attempt_sequence, bits)),
-            None => self
-                .odd_span_keys
-                .insert((attempt_sequence, span_id.into())),
+            None => self.odd_span_keys.insert((attempt_sequence, span_id.into())),
         }
     }
 
@@ -149,9 +145,7 @@ impl State {
             return;
         }
         let latest = &entry.attempts[index];
-        if let Some(status) =
-            rules::propagate_to_rollout(entry.rollout.status, latest, &entry.rollout.config)
-        {
+        if let Some(status) = rules::propagate_to_rollout(entry.rollout.status, latest, &entry.rollout.config) {
             self.set_rollout_status(slot, status, now);
         }
     }
@@ -215,10 +209,7 @@ impl State {
             };
             if !entry.rollout.status.is_active()
                 || latest.sequence_id != due.attempt_sequence
-                || !matches!(
-                    latest.status,
-                    AttemptStatus::Preparing | AttemptStatus::Running
-                )
+                || !matches!(latest.status, AttemptStatus::Preparing | AttemptStatus::Running)
             {
                 continue;
             }
@@ -259,12 +250,7 @@ impl State {
         Ok(())
     }
 
-    fn insert_rollout(
-        &mut self,
-        request: EnqueueRolloutRequest,
-        status: RolloutStatus,
-        now: f64,
-    ) -> u32 {
+    fn insert_rollout(&mut self, request: EnqueueRolloutRequest, status: RolloutStatus, now: f64) -> u32 {
         let mut rollout_id = new_rollout_id();
         while self.index.contains_key(&rollout_id) {
             rollout_id = new_rollout_id();
@@ -275,9 +261,7 @@ impl State {
             start_time: now,
             end_time: None,
             mode: request.mode,
-            resources_id: request
-                .resources_id
-                .or_else(|| self.latest_resources.clone()),
+            resources_id: request.resources_id.or_else(|| self.latest_resources.clone()),
             status,
             config: request.config.unwrap_or_default(),
             metadata: Some(request.metadata.unwrap_or_default()),
@@ -288,22 +272,14 @@ impl State {
         slot
     }
 
-    pub fn start_rollout(
-        &mut self,
-        request: StartRolloutRequest,
-        now: f64,
-    ) -> StoreResult<AttemptedRollout> {
+    pub fn start_rollout(&mut self, request: StartRolloutRequest, now: f64) -> StoreResult<AttemptedRollout> {
         self.check_request(&request.rollout)?;
         let slot = self.insert_rollout(request.rollout, RolloutStatus::Preparing, now);
         self.new_attempt(slot, request.worker_id.as_deref(), now, false);
         Ok(self.rollouts[slot as usize].attempted())
     }
 
-    pub fn enqueue(
-        &mut self,
-        requests: Vec<EnqueueRolloutRequest>,
-        now: f64,
-    ) -> StoreResult<Vec<Rollout>> {
+    pub fn enqueue(&mut self, requests: Vec<EnqueueRolloutRequest>, now: f64) -> StoreResult<Vec<Rollout>> {
         for request in &requests {
             self.check_request(request)?;
         }
@@ -316,12 +292,7 @@ impl State {
         Ok(out)
     }
 
-    pub fn dequeue(
-        &mut self,
-        limit: usize,
-        worker_id: Option<&str>,
-        now: f64,
-    ) -> Vec<AttemptedRollout> {
+    pub fn dequeue(&mut self, limit: usize, worker_id: Option<&str>, now: f64) -> Vec<AttemptedRollout> {
         let mut out = Vec::with_capacity(limit.min(64));
         while out.len() < limit {
             let Some(slot) = self.queue.pop_front() else {
@@ -358,12 +329,7 @@ impl State {
         Ok(self.rollouts[slot as usize].attempted())
     }
 
-    pub fn update_rollout(
-        &mut self,
-        rollout_id: &str,
-        update: RolloutUpdate,
-        now: f64,
-    ) -> StoreResult<Rollout> {
+    pub fn update_rollout(&mut self, rollout_id: &str, update: RolloutUpdate, now: f64) -> StoreResult<Rollout> {
         let slot = self.require_slot(rollout_id)?;
         if let Some(config) = &update.config {
             config.validate().map_err(StoreError::InvalidArgument)?;
@@ -412,14 +378,10 @@ impl State {
         }
         let index = match which {
             AttemptRef::Latest => entry.attempts.len() - 1,
-            AttemptRef::Id(id) => {
-                entry
-                    .attempt_index(id)
-                    .ok_or_else(|| StoreError::AttemptNotFound {
-                        rollout_id: rollout_id.to_owned(),
-                        attempt_id: id.to_owned(),
-                    })?
-            }
+            AttemptRef::Id(id) => entry.attempt_index(id).ok_or_else(|| StoreError::AttemptNotFound {
+                rollout_id: rollout_id.to_owned(),
+                attempt_id: id.to_owned(),
+            })?,
         };
         let attempt = &mut entry.attempts[index];
         let mut sync_worker = false;
@@ -455,8 +417,7 @@ impl State {
     }
 
     pub fn get_rollout(&self, rollout_id: &str) -> Option<RolloutView> {
-        self.slot(rollout_id)
-            .map(|slot| self.rollouts[slot as usize].view())
+        self.slot(rollout_id).map(|slot| self.rollouts[slot as usize].view())
     }
 
     pub fn latest_attempt(&self, rollout_id: &str) -> Option<Attempt> {
@@ -482,10 +443,7 @@ impl State {
                 let mut slots: Vec<u32> = ids.iter().filter_map(|id| self.slot(id)).collect();
                 slots.sort_unstable();
                 slots.dedup();
-                slots
-                    .into_iter()
-                    .map(|s| &self.rollouts[s as usize])
-                    .collect()
+                slots.into_iter().map(|s| &self.rollouts[s as usize]).collect()
             }
             _ => self.rollouts.iter().collect(),
         };
@@ -501,13 +459,8 @@ impl State {
                     logic,
                     &[
                         query.status_in.as_ref().map(|s| s.contains(&r.status)),
-                        wanted_ids
-                            .as_ref()
-                            .map(|ids| ids.contains(r.rollout_id.as_str())),
-                        query
-                            .rollout_id_contains
-                            .as_deref()
-                            .map(|c| r.rollout_id.contains(c)),
+                        wanted_ids.as_ref().map(|ids| ids.contains(r.rollout_id.as_str())),
+                        query.rollout_id_contains.as_deref().map(|c| r.rollout_id.contains(c)),
                     ],
                 )
             })
@@ -516,11 +469,7 @@ impl State {
         Ok(page.result(items.into_iter().map(RolloutEntry::view).collect(), total))
     }
 
-    pub fn query_attempts(
-        &self,
-        rollout_id: &str,
-        query: &AttemptQuery,
-    ) -> StoreResult<Paginated<Attempt>> {
+    pub fn query_attempts(&self, rollout_id: &str, query: &AttemptQuery) -> StoreResult<Paginated<Attempt>> {
         let page = Page::of::<Attempt>(query)?;
         let attempts: Vec<&Attempt> = match self.slot(rollout_id) {
             Some(slot) => self.rollouts[slot as usize].attempts.iter().collect(),
@@ -573,9 +522,7 @@ impl State {
         if before == AttemptStatus::Unresponsive {
             self.arm_watchdog(slot, index);
         }
-        if is_latest
-            && let Some(status) =
-                rules::rollout_status_after_span(self.rollouts[slot as usize].rollout.status)
+        if is_latest && let Some(status) = rules::rollout_status_after_span(self.rollouts[slot as usize].rollout.status)
         {
             self.set_rollout_status(slot, status, now);
         }
@@ -585,10 +532,7 @@ impl State {
         let mut slots = Vec::with_capacity(pairs.len());
         for (rollout_id, attempt_id) in pairs {
             let slot = self.require_slot(rollout_id)?;
-            if self.rollouts[slot as usize]
-                .attempt_index(attempt_id)
-                .is_none()
-            {
+            if self.rollouts[slot as usize].attempt_index(attempt_id).is_none() {
                 return Err(StoreError::AttemptNotFound {
                     rollout_id: (*rollout_id).to_owned(),
                     attempt_id: (*attempt_id).to_owned(),
@@ -640,16 +584,11 @@ impl State {
                     query.parent_id.as_deref(),
                     query.parent_id_contains.as_deref(),
                 );
-                let [name, name_in] = string_conditions(
-                    Some(&s.name),
-                    query.name.as_deref(),
-                    query.name_contains.as_deref(),
-                );
+                let [name, name_in] =
+                    string_conditions(Some(&s.name), query.name.as_deref(), query.name_contains.as_deref());
                 combine(
                     logic,
-                    &[
-                        trace, trace_in, span, span_in, parent, parent_in, name, name_in,
-                    ],
+                    &[trace, trace_in, span, span_in, parent, parent_in, name, name_in],
                 )
             })
             .collect();
@@ -683,9 +622,7 @@ impl State {
         now: f64,
     ) -> StoreResult<ResourcesUpdate> {
         if resources_id.is_empty() {
-            return Err(StoreError::InvalidArgument(
-                "resources_id must not be empty".into(),
-            ));
+            return Err(StoreError::InvalidArgument("resources_id must not be empty".into()));
         }
         let update = match self.resources.get_mut(resources_id) {
             Some(existing) => {
@@ -702,8 +639,7 @@ impl State {
                     version: 1,
                     resources,
                 };
-                self.resources
-                    .insert(resources_id.to_owned(), update.clone());
+                self.resources.insert(resources_id.to_owned(), update.clone());
                 update
             }
         };
@@ -722,10 +658,7 @@ impl State {
         self.resources.get(resources_id).cloned()
     }
 
-    pub fn query_resources(
-        &self,
-        query: &ResourcesQuery,
-    ) -> StoreResult<Paginated<ResourcesUpdate>> {
+    pub fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>> {
         let page = Page::of::<ResourcesUpdate>(query)?;
         let matches: Vec<&ResourcesUpdate> = self
             .resources
@@ -747,16 +680,9 @@ impl State {
 
     // ---- workers ---------------------------------------------------------------------------
 
-    pub fn heartbeat_worker(
-        &mut self,
-        worker_id: &str,
-        update: WorkerUpdate,
-        now: f64,
-    ) -> StoreResult<Worker> {
+    pub fn heartbeat_worker(&mut self, worker_id: &str, update: WorkerUpdate, now: f64) -> StoreResult<Worker> {
         if worker_id.is_empty() {
-            return Err(StoreError::InvalidArgument(
-                "worker_id must not be empty".into(),
-            ));
+            return Err(StoreError::InvalidArgument("worker_id must not be empty".into()));
         }
         let worker = self
             .workers
@@ -780,10 +706,7 @@ impl State {
                     logic,
                     &[
                         query.status_in.as_ref().map(|s| s.contains(&w.status)),
-                        query
-                            .worker_id_contains
-                            .as_deref()
-                            .map(|c| w.worker_id.contains(c)),
+                        query.worker_id_contains.as_deref().map(|c| w.worker_id.contains(c)),
                     ],
                 )
             })

@@ -26,10 +26,7 @@ impl Waiters {
             notify: Notify::new(),
         });
         for slot in slots {
-            self.by_slot
-                .entry(*slot)
-                .or_default()
-                .push(Arc::clone(&waiter));
+            self.by_slot.entry(*slot).or_default().push(Arc::clone(&waiter));
         }
         waiter
     }
@@ -76,12 +73,9 @@ mod tests {
         let waiter = waiters.register(&[1, 2]);
         waiters.finished(1);
         assert!(
-            tokio::time::timeout(
-                std::time::Duration::from_millis(5),
-                waiter.notify.notified()
-            )
-            .await
-            .is_err()
+            tokio::time::timeout(std::time::Duration::from_millis(5), waiter.notify.notified())
+                .await
+                .is_err()
         );
         waiters.finished(2);
         waiter.notify.notified().await;

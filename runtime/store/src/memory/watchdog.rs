@@ -78,10 +78,7 @@ mod tests {
         agenda.schedule(30.0, 1, 1);
         agenda.schedule(10.0, 2, 1);
         agenda.schedule(20.0, 3, 1);
-        assert!(
-            agenda.pop_due(10.0).is_none(),
-            "due means strictly before now"
-        );
+        assert!(agenda.pop_due(10.0).is_none(), "due means strictly before now");
         assert_eq!(agenda.pop_due(25.0).map(|d| d.slot), Some(2));
         assert_eq!(agenda.pop_due(25.0).map(|d| d.slot), Some(3));
         assert!(agenda.pop_due(25.0).is_none());

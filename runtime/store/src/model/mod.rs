@@ -16,17 +16,14 @@ mod worker;
 pub use attempt::Attempt;
 pub use ids::{new_attempt_id, new_resources_id, new_rollout_id};
 pub use query::{
-    AttemptQuery, FilterLogic, PageParams, Paginated, ResourcesQuery, RolloutQuery, SortOrder,
-    SpanQuery, WorkerQuery,
+    AttemptQuery, FilterLogic, PageParams, Paginated, ResourcesQuery, RolloutQuery, SortOrder, SpanQuery, WorkerQuery,
 };
 pub use requests::{
-    AttemptUpdate, DequeueRequest, EnqueueManyRequest, EnqueueRolloutRequest, ErrorBody,
-    HealthResponse, NextSequenceIdRequest, NextSequenceIdResponse, RolloutUpdate,
-    StartAttemptRequest, StartRolloutRequest, WaitForRolloutsRequest, WorkerUpdate,
+    AttemptUpdate, DequeueRequest, EnqueueManyRequest, EnqueueRolloutRequest, ErrorBody, HealthResponse,
+    NextSequenceIdRequest, NextSequenceIdResponse, RolloutUpdate, StartAttemptRequest, StartRolloutRequest,
+    WaitForRolloutsRequest, WorkerUpdate,
 };
-pub use resources::{
-    LlmResource, NamedResources, PromptTemplate, Resource, ResourcesUpdate, TemplateEngine,
-};
+pub use resources::{LlmResource, NamedResources, PromptTemplate, Resource, ResourcesUpdate, TemplateEngine};
 pub use rollout::{AttemptedRollout, Rollout, RolloutConfig, RolloutView};
 pub use span::{Event, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus};
 pub use stats::{Capabilities, Statistics};

@@ -82,33 +82,17 @@ pub struct StartAttemptRequest {
 /// `POST /v1/agl/rollouts/{id}` (`update_rollout`): only the keys present change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RolloutUpdate {
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub input: Option<serde_json::Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub mode: Option<Option<Mode>>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub resources_id: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<RolloutStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<RolloutConfig>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Option<JsonMap>>,
 }
 
@@ -130,11 +114,7 @@ pub struct AttemptUpdate {
     pub worker_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_heartbeat_time: Option<f64>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Option<JsonMap>>,
 }
 

@@ -39,10 +39,7 @@ impl RolloutConfig {
     /// Checks the invariants the wire schema states (max_attempts ≥ 1, non-negative durations).
     pub fn validate(&self) -> Result<(), String> {
         if self.max_attempts < 1 {
-            return Err(format!(
-                "max_attempts must be at least 1, got {}",
-                self.max_attempts
-            ));
+            return Err(format!("max_attempts must be at least 1, got {}", self.max_attempts));
         }
         for (name, value) in [
             ("timeout_seconds", self.timeout_seconds),
