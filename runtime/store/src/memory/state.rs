@@ -511,18 +511,23 @@ impl State {
         Ok(stored)
     }
 
-    /// A span arrived for attempt `index`: it is alive, and its rollout runs if it is the latest.
+    /// A span arrived for attempt `index`: it is alive, and if it is the latest and now runs, so
+    /// does its rollout. A late span of an ended attempt only refreshes its heartbeat time.
     fn heartbeat(&mut self, slot: u32, index: usize, now: f64) {
         let entry = self.entry(slot);
         let attempt = &mut entry.attempts[index];
         attempt.last_heartbeat_time = Some(now);
         let before = attempt.status;
         attempt.status = rules::attempt_status_after_span(before);
+        let runs = attempt.status == AttemptStatus::Running;
         let is_latest = index + 1 == entry.attempts.len();
         if before == AttemptStatus::Unresponsive {
             self.arm_watchdog(slot, index);
         }
-        if is_latest && let Some(status) = rules::rollout_status_after_span(self.rollouts[slot as usize].rollout.status)
+        let rollout_status = self.rollouts[slot as usize].rollout.status;
+        if is_latest
+            && runs
+            && let Some(status) = rules::rollout_status_after_span(rollout_status)
         {
             self.set_rollout_status(slot, status, now);
         }
