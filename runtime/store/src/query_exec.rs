@@ -37,21 +37,21 @@ pub trait Sortable {
     const KIND: &'static str;
     /// Field names accepted by `sort_by`.
     const SORTABLE: &'static [&'static str];
-    /// The key of `field`, which is one of [`Self::SORTABLE`].
-    fn sort_key(&self, field: &str) -> SortKey<'_>;
+    /// The key of the field at this position in [`Self::SORTABLE`].
+    fn sort_key(&self, field: usize) -> SortKey<'_>;
 }
 
 impl Sortable for Rollout {
     const KIND: &'static str = "rollouts";
     const SORTABLE: &'static [&'static str] =
         &["rollout_id", "start_time", "end_time", "mode", "resources_id", "status"];
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         match field {
-            "rollout_id" => SortKey::Str(&self.rollout_id),
-            "start_time" => SortKey::Num(self.start_time),
-            "end_time" => time(self.end_time),
-            "mode" => text(self.mode.map(Mode::as_str)),
-            "resources_id" => text(self.resources_id.as_deref()),
+            0 => SortKey::Str(&self.rollout_id),
+            1 => SortKey::Num(self.start_time),
+            2 => time(self.end_time),
+            3 => text(self.mode.map(Mode::as_str)),
+            4 => text(self.resources_id.as_deref()),
             _ => SortKey::Str(self.status.as_str()),
         }
     }
@@ -69,15 +69,15 @@ impl Sortable for Attempt {
         "worker_id",
         "last_heartbeat_time",
     ];
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         match field {
-            "rollout_id" => SortKey::Str(&self.rollout_id),
-            "attempt_id" => SortKey::Str(&self.attempt_id),
-            "sequence_id" => SortKey::Num(f64::from(self.sequence_id)),
-            "start_time" => SortKey::Num(self.start_time),
-            "end_time" => time(self.end_time),
-            "status" => SortKey::Str(self.status.as_str()),
-            "worker_id" => text(self.worker_id.as_deref()),
+            0 => SortKey::Str(&self.rollout_id),
+            1 => SortKey::Str(&self.attempt_id),
+            2 => SortKey::Num(f64::from(self.sequence_id)),
+            3 => SortKey::Num(self.start_time),
+            4 => time(self.end_time),
+            5 => SortKey::Str(self.status.as_str()),
+            6 => text(self.worker_id.as_deref()),
             _ => time(self.last_heartbeat_time),
         }
     }
@@ -96,16 +96,16 @@ impl Sortable for Span {
         "start_time",
         "end_time",
     ];
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         match field {
-            "rollout_id" => SortKey::Str(&self.rollout_id),
-            "attempt_id" => SortKey::Str(&self.attempt_id),
-            "sequence_id" => SortKey::Num(self.sequence_id as f64),
-            "trace_id" => SortKey::Str(&self.trace_id),
-            "span_id" => SortKey::Str(&self.span_id),
-            "parent_id" => text(self.parent_id.as_deref()),
-            "name" => SortKey::Str(&self.name),
-            "start_time" => time(self.start_time),
+            0 => SortKey::Str(&self.rollout_id),
+            1 => SortKey::Str(&self.attempt_id),
+            2 => SortKey::Num(self.sequence_id as f64),
+            3 => SortKey::Str(&self.trace_id),
+            4 => SortKey::Str(&self.span_id),
+            5 => text(self.parent_id.as_deref()),
+            6 => SortKey::Str(&self.name),
+            7 => time(self.start_time),
             _ => time(self.end_time),
         }
     }
@@ -114,11 +114,11 @@ impl Sortable for Span {
 impl Sortable for ResourcesUpdate {
     const KIND: &'static str = "resources";
     const SORTABLE: &'static [&'static str] = &["resources_id", "create_time", "update_time", "version"];
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         match field {
-            "resources_id" => SortKey::Str(&self.resources_id),
-            "create_time" => SortKey::Num(self.create_time),
-            "update_time" => SortKey::Num(self.update_time),
+            0 => SortKey::Str(&self.resources_id),
+            1 => SortKey::Num(self.create_time),
+            2 => SortKey::Num(self.update_time),
             _ => SortKey::Num(self.version as f64),
         }
     }
@@ -136,15 +136,15 @@ impl Sortable for Worker {
         "current_rollout_id",
         "current_attempt_id",
     ];
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         match field {
-            "worker_id" => SortKey::Str(&self.worker_id),
-            "status" => SortKey::Str(self.status.as_str()),
-            "last_heartbeat_time" => time(self.last_heartbeat_time),
-            "last_dequeue_time" => time(self.last_dequeue_time),
-            "last_busy_time" => time(self.last_busy_time),
-            "last_idle_time" => time(self.last_idle_time),
-            "current_rollout_id" => text(self.current_rollout_id.as_deref()),
+            0 => SortKey::Str(&self.worker_id),
+            1 => SortKey::Str(self.status.as_str()),
+            2 => time(self.last_heartbeat_time),
+            3 => time(self.last_dequeue_time),
+            4 => time(self.last_busy_time),
+            5 => time(self.last_idle_time),
+            6 => text(self.current_rollout_id.as_deref()),
             _ => text(self.current_attempt_id.as_deref()),
         }
     }
@@ -153,23 +153,25 @@ impl Sortable for Worker {
 impl<T: Sortable> Sortable for std::sync::Arc<T> {
     const KIND: &'static str = T::KIND;
     const SORTABLE: &'static [&'static str] = T::SORTABLE;
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         self.as_ref().sort_key(field)
     }
 }
 
-/// Validated pagination of one query.
+/// Validated pagination of one query over records of type `T`.
 #[derive(Debug, Clone)]
-pub struct Page<'q> {
+pub struct Page<T> {
     pub limit: i64,
     pub offset: i64,
-    pub sort_by: Option<&'q str>,
+    /// Position of the sort field in the record type's `SORTABLE`.
+    pub sort_by: Option<usize>,
     pub order: SortOrder,
+    records: std::marker::PhantomData<fn() -> T>,
 }
 
-impl<'q> Page<'q> {
+impl<T: Sortable> Page<T> {
     /// Checks limit (-1 or ≥ 1), offset (≥ 0) and that the sort field exists on `T`.
-    pub fn of<T: Sortable>(params: &'q impl PageParams) -> StoreResult<Self> {
+    pub fn of(params: &impl PageParams) -> StoreResult<Self> {
         let (limit, offset) = (params.limit(), params.offset());
         if limit == 0 || limit < -1 {
             return Err(StoreError::InvalidArgument(format!(
@@ -179,26 +181,37 @@ impl<'q> Page<'q> {
         if offset < 0 {
             return Err(StoreError::InvalidArgument(format!("offset must be ≥ 0, got {offset}")));
         }
-        let sort_by = params.effective_sort_by();
-        if let Some(field) = sort_by
-            && !T::SORTABLE.contains(&field)
-        {
-            return Err(StoreError::InvalidArgument(format!(
-                "cannot sort {} by '{field}': sortable fields are {}",
-                T::KIND,
-                T::SORTABLE.join(", ")
-            )));
-        }
+        let sort_by = match params.effective_sort_by() {
+            None => None,
+            Some(field) => Some(T::SORTABLE.iter().position(|f| *f == field).ok_or_else(|| {
+                StoreError::InvalidArgument(format!(
+                    "cannot sort {} by '{field}': sortable fields are {}",
+                    T::KIND,
+                    T::SORTABLE.join(", ")
+                ))
+            })?),
+        };
         Ok(Self {
             limit,
             offset,
             sort_by,
             order: params.sort_order(),
+            records: std::marker::PhantomData,
         })
     }
 
+    /// Whether this page sorts by `field` in `order`.
+    pub fn sorts_by(&self, field: &str, order: SortOrder) -> bool {
+        self.sort_by.is_some_and(|i| T::SORTABLE[i] == field) && self.order == order
+    }
+
+    /// The same page without sorting: for records the caller knows are already in order.
+    pub fn keeping_order(self) -> Self {
+        Self { sort_by: None, ..self }
+    }
+
     /// Sorts (stably) and slices matching records; returns the page and the total match count.
-    pub fn apply<'a, T: Sortable>(&self, mut matches: Vec<&'a T>) -> (Vec<&'a T>, u64) {
+    pub fn apply<'a>(&self, mut matches: Vec<&'a T>) -> (Vec<&'a T>, u64) {
         let total = matches.len() as u64;
         if let Some(field) = self.sort_by {
             match self.order {
@@ -220,7 +233,7 @@ impl<'q> Page<'q> {
     }
 
     /// Wraps a page of owned items.
-    pub fn result<T>(&self, items: Vec<T>, total: u64) -> Paginated<T> {
+    pub fn result<U>(&self, items: Vec<U>, total: u64) -> Paginated<U> {
         Paginated {
             items,
             limit: self.limit,
@@ -272,10 +285,10 @@ mod tests {
             WorkerQuery::default().offset(-1),
             WorkerQuery::default().sort_by("nope", SortOrder::Asc),
         ] {
-            let err = Page::of::<Worker>(&query).unwrap_err();
+            let err = Page::<Worker>::of(&query).unwrap_err();
             assert!(matches!(err, StoreError::InvalidArgument(_)), "{err}");
         }
-        assert!(Page::of::<Worker>(&WorkerQuery::default().limit(-1)).is_ok());
+        assert!(Page::<Worker>::of(&WorkerQuery::default().limit(-1)).is_ok());
     }
 
     #[test]
@@ -288,7 +301,7 @@ mod tests {
             .sort_by("last_busy_time", SortOrder::Asc)
             .limit(3)
             .offset(1);
-        let page = Page::of::<Worker>(&query).unwrap();
+        let page = Page::<Worker>::of(&query).unwrap();
         let (items, total) = page.apply(workers.iter().collect());
         assert_eq!(total, 5);
         let ids: Vec<_> = items.iter().map(|w| w.worker_id.as_str()).collect();
@@ -299,7 +312,7 @@ mod tests {
     fn offset_past_the_end_gives_an_empty_page() {
         let workers: Vec<Worker> = (0..3).map(|i| Worker::new(format!("w{i}"))).collect();
         let query = WorkerQuery::default().offset(10);
-        let page = Page::of::<Worker>(&query).unwrap();
+        let page = Page::<Worker>::of(&query).unwrap();
         let (items, total) = page.apply(workers.iter().collect());
         assert!(items.is_empty());
         assert_eq!(total, 3);

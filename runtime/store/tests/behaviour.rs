@@ -693,3 +693,24 @@ async fn many_concurrent_runners_lose_nothing() {
     assert_eq!(idle.total, 16);
     store.check_invariants().unwrap();
 }
+
+#[tokio::test]
+async fn spans_arriving_out_of_sequence_order_come_back_sorted() {
+    let (store, _) = manual_store();
+    enqueue(&store, RolloutConfig::default()).await;
+    let ar = dequeue(&store, "w").await;
+    for (seq, id) in [(2, "b"), (1, "a"), (3, "c"), (1, "a2")] {
+        store.add_span(span_for(&ar.attempt, seq, id)).await.unwrap().unwrap();
+    }
+    let query = SpanQuery::for_rollout(&ar.rollout.rollout_id);
+    let ids = |page: Paginated<Arc<Span>>| page.items.iter().map(|s| s.span_id.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.query_spans(&query).await.unwrap()),
+        ["a", "a2", "b", "c"],
+        "stable on ties"
+    );
+    let desc = query.clone().sort_by("sequence_id", SortOrder::Desc);
+    assert_eq!(ids(store.query_spans(&desc).await.unwrap()), ["c", "b", "a", "a2"]);
+    let by_name = query.sort_by("span_id", SortOrder::Asc).limit(2).offset(1);
+    assert_eq!(ids(store.query_spans(&by_name).await.unwrap()), ["a2", "b"]);
+}

@@ -195,6 +195,11 @@ impl LightningStore for InMemoryLightningStore {
         Ok(self.inner.lock_checked().0.latest_attempt(rollout_id))
     }
 
+    async fn add_span(&self, span: Span) -> StoreResult<Option<Arc<Span>>> {
+        let (mut state, now) = self.inner.lock_checked();
+        state.add_span(span, now)
+    }
+
     async fn add_spans(&self, spans: Vec<Span>) -> StoreResult<Vec<Arc<Span>>> {
         let (mut state, now) = self.inner.lock_checked();
         state.add_spans(spans, now)

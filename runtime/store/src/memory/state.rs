@@ -9,7 +9,7 @@ use crate::query_exec::{Page, SortKey, Sortable, combine, string_conditions};
 use crate::rules;
 use crate::store::AttemptRef;
 use indexmap::IndexMap;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -21,6 +21,10 @@ pub(crate) struct RolloutEntry {
     pub attempts: Vec<Attempt>,
     /// This rollout's spans in arrival order (the per-rollout span index).
     pub spans: Vec<Arc<Span>>,
+    /// The attempt sequence of each span, beside `spans`: filtering by attempt reads no span.
+    span_attempts: Vec<u32>,
+    /// Whether `spans` arrived in non-decreasing sequence id order (then sorting by it is a no-op).
+    spans_in_sequence_order: bool,
     /// Duplicate detection: (attempt sequence, span id as u64) for well-formed 16-hex ids...
     span_keys: FxHashSet<(u32, u64)>,
     /// ...and the raw id for anything else.
@@ -37,6 +41,8 @@ impl RolloutEntry {
             rollout,
             attempts: Vec::new(),
             spans: Vec::new(),
+            span_attempts: Vec::new(),
+            spans_in_sequence_order: true,
             span_keys: FxHashSet::default(),
             odd_span_keys: FxHashSet::default(),
             last_span_sequence: 0,
@@ -79,9 +85,33 @@ impl RolloutEntry {
 impl Sortable for RolloutEntry {
     const KIND: &'static str = Rollout::KIND;
     const SORTABLE: &'static [&'static str] = Rollout::SORTABLE;
-    fn sort_key(&self, field: &str) -> SortKey<'_> {
+    fn sort_key(&self, field: usize) -> SortKey<'_> {
         self.rollout.sort_key(field)
     }
+}
+
+/// The string conditions of a span query (besides its rollout and attempt).
+fn span_matches(s: &Span, query: &SpanQuery, logic: FilterLogic) -> bool {
+    let [trace, trace_in] = string_conditions(
+        Some(&s.trace_id),
+        query.trace_id.as_deref(),
+        query.trace_id_contains.as_deref(),
+    );
+    let [span, span_in] = string_conditions(
+        Some(&s.span_id),
+        query.span_id.as_deref(),
+        query.span_id_contains.as_deref(),
+    );
+    let [parent, parent_in] = string_conditions(
+        s.parent_id.as_deref(),
+        query.parent_id.as_deref(),
+        query.parent_id_contains.as_deref(),
+    );
+    let [name, name_in] = string_conditions(Some(&s.name), query.name.as_deref(), query.name_contains.as_deref());
+    combine(
+        logic,
+        &[trace, trace_in, span, span_in, parent, parent_in, name, name_in],
+    )
 }
 
 fn parse_hex_u64(id: &str) -> Option<u64> {
@@ -97,9 +127,9 @@ pub(crate) struct State {
     pub rollouts: Vec<RolloutEntry>,
     index: FxHashMap<String, u32>,
     pub queue: VecDeque<u32>,
-    resources: IndexMap<String, ResourcesUpdate>,
+    resources: IndexMap<String, ResourcesUpdate, FxBuildHasher>,
     latest_resources: Option<String>,
-    pub workers: IndexMap<String, Worker>,
+    pub workers: IndexMap<String, Worker, FxBuildHasher>,
     agenda: Agenda,
     pub waiters: Waiters,
     total_attempts: u64,
@@ -436,7 +466,7 @@ impl State {
     }
 
     pub fn query_rollouts(&self, query: &RolloutQuery) -> StoreResult<Paginated<RolloutView>> {
-        let page = Page::of::<RolloutEntry>(query)?;
+        let page = Page::<RolloutEntry>::of(query)?;
         let logic = query.filter_logic.unwrap_or_default();
         let candidates: Vec<&RolloutEntry> = match (&query.rollout_id_in, logic) {
             (Some(ids), FilterLogic::And) => {
@@ -470,7 +500,7 @@ impl State {
     }
 
     pub fn query_attempts(&self, rollout_id: &str, query: &AttemptQuery) -> StoreResult<Paginated<Attempt>> {
-        let page = Page::of::<Attempt>(query)?;
+        let page = Page::<Attempt>::of(query)?;
         let attempts: Vec<&Attempt> = match self.slot(rollout_id) {
             Some(slot) => self.rollouts[slot as usize].attempts.iter().collect(),
             None => Vec::new(),
@@ -483,32 +513,55 @@ impl State {
 
     /// Stores spans after checking all of them; each stored span is a heartbeat.
     pub fn add_spans(&mut self, spans: Vec<Span>, now: f64) -> StoreResult<Vec<Arc<Span>>> {
-        let mut targets = Vec::with_capacity(spans.len());
-        for span in &spans {
-            let slot = self.require_slot(&span.rollout_id)?;
-            let index = self.rollouts[slot as usize]
-                .attempt_index(&span.attempt_id)
-                .ok_or_else(|| StoreError::AttemptNotFound {
-                    rollout_id: span.rollout_id.clone(),
-                    attempt_id: span.attempt_id.clone(),
-                })?;
-            targets.push((slot, index));
-        }
+        let targets = spans
+            .iter()
+            .map(|span| self.span_target(span))
+            .collect::<StoreResult<Vec<_>>>()?;
         let mut stored = Vec::with_capacity(spans.len());
-        for (span, (slot, index)) in spans.into_iter().zip(targets) {
-            let entry = self.entry(slot);
-            let attempt_sequence = entry.attempts[index].sequence_id;
-            if !entry.claim_span_key(attempt_sequence, &span.span_id) {
-                continue;
-            }
-            entry.last_span_sequence = entry.last_span_sequence.max(span.sequence_id);
-            let span = Arc::new(span);
-            entry.spans.push(Arc::clone(&span));
-            stored.push(span);
-            self.total_spans += 1;
-            self.heartbeat(slot, index, now);
+        for (span, target) in spans.into_iter().zip(targets) {
+            stored.extend(self.store_span(span, target, now));
         }
         Ok(stored)
+    }
+
+    pub fn add_span(&mut self, span: Span, now: f64) -> StoreResult<Option<Arc<Span>>> {
+        let target = self.span_target(&span)?;
+        Ok(self.store_span(span, target, now))
+    }
+
+    /// The rollout slot and attempt index a span belongs to.
+    fn span_target(&self, span: &Span) -> StoreResult<(u32, usize)> {
+        let slot = self.require_slot(&span.rollout_id)?;
+        let index = self.rollouts[slot as usize]
+            .attempt_index(&span.attempt_id)
+            .ok_or_else(|| StoreError::AttemptNotFound {
+                rollout_id: span.rollout_id.clone(),
+                attempt_id: span.attempt_id.clone(),
+            })?;
+        Ok((slot, index))
+    }
+
+    /// Stores one span unless its attempt already has one with this id; it is a heartbeat.
+    fn store_span(&mut self, span: Span, (slot, index): (u32, usize), now: f64) -> Option<Arc<Span>> {
+        let entry = self.entry(slot);
+        let attempt_sequence = entry.attempts[index].sequence_id;
+        if !entry.claim_span_key(attempt_sequence, &span.span_id) {
+            return None;
+        }
+        if entry
+            .spans
+            .last()
+            .is_some_and(|last| last.sequence_id > span.sequence_id)
+        {
+            entry.spans_in_sequence_order = false;
+        }
+        entry.last_span_sequence = entry.last_span_sequence.max(span.sequence_id);
+        let span = Arc::new(span);
+        entry.spans.push(Arc::clone(&span));
+        entry.span_attempts.push(attempt_sequence);
+        self.total_spans += 1;
+        self.heartbeat(slot, index, now);
+        Some(span)
     }
 
     /// A span arrived for attempt `index`: it is alive, and if it is the latest and now runs, so
@@ -556,47 +609,50 @@ impl State {
     }
 
     pub fn query_spans(&self, query: &SpanQuery) -> StoreResult<Paginated<Arc<Span>>> {
-        let page = Page::of::<Span>(query)?;
+        let page = Page::<Arc<Span>>::of(query)?;
         let Some(slot) = self.slot(&query.rollout_id) else {
             return Ok(page.result(Vec::new(), 0));
         };
         let entry = &self.rollouts[slot as usize];
-        let attempt_id: Option<&str> = match query.attempt_id.as_deref() {
-            Some("latest") => match entry.attempts.last() {
-                Some(latest) => Some(&latest.attempt_id),
-                None => return Ok(page.result(Vec::new(), 0)),
-            },
-            other => other,
+        let attempt_sequence: Option<u32> = match query.attempt_id.as_deref() {
+            None => None,
+            Some(wanted) => {
+                let attempt = match wanted {
+                    "latest" => entry.attempts.last(),
+                    id => entry.attempts.iter().find(|a| a.attempt_id == id),
+                };
+                match attempt {
+                    Some(attempt) => Some(attempt.sequence_id),
+                    None => return Ok(page.result(Vec::new(), 0)),
+                }
+            }
         };
         let logic = query.filter_logic.unwrap_or_default();
+        let has_conditions = [
+            &query.trace_id,
+            &query.trace_id_contains,
+            &query.span_id,
+            &query.span_id_contains,
+            &query.parent_id,
+            &query.parent_id_contains,
+            &query.name,
+            &query.name_contains,
+        ]
+        .iter()
+        .any(|c| c.is_some());
         let matches: Vec<&Arc<Span>> = entry
             .spans
             .iter()
-            .filter(|s| attempt_id.is_none_or(|a| s.attempt_id == a))
-            .filter(|s| {
-                let [trace, trace_in] = string_conditions(
-                    Some(&s.trace_id),
-                    query.trace_id.as_deref(),
-                    query.trace_id_contains.as_deref(),
-                );
-                let [span, span_in] = string_conditions(
-                    Some(&s.span_id),
-                    query.span_id.as_deref(),
-                    query.span_id_contains.as_deref(),
-                );
-                let [parent, parent_in] = string_conditions(
-                    s.parent_id.as_deref(),
-                    query.parent_id.as_deref(),
-                    query.parent_id_contains.as_deref(),
-                );
-                let [name, name_in] =
-                    string_conditions(Some(&s.name), query.name.as_deref(), query.name_contains.as_deref());
-                combine(
-                    logic,
-                    &[trace, trace_in, span, span_in, parent, parent_in, name, name_in],
-                )
-            })
+            .zip(&entry.span_attempts)
+            .filter(|(_, attempt)| attempt_sequence.is_none_or(|wanted| **attempt == wanted))
+            .map(|(span, _)| span)
+            .filter(|s| !has_conditions || span_matches(s, query, logic))
             .collect();
+        let page = if entry.spans_in_sequence_order && page.sorts_by("sequence_id", SortOrder::Asc) {
+            page.keeping_order()
+        } else {
+            page
+        };
         let (items, total) = page.apply(matches);
         Ok(page.result(items.into_iter().map(Arc::clone).collect(), total))
     }
@@ -664,7 +720,7 @@ impl State {
     }
 
     pub fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>> {
-        let page = Page::of::<ResourcesUpdate>(query)?;
+        let page = Page::<ResourcesUpdate>::of(query)?;
         let matches: Vec<&ResourcesUpdate> = self
             .resources
             .values()
@@ -701,7 +757,7 @@ impl State {
     }
 
     pub fn query_workers(&self, query: &WorkerQuery) -> StoreResult<Paginated<Worker>> {
-        let page = Page::of::<Worker>(query)?;
+        let page = Page::<Worker>::of(query)?;
         let logic = query.filter_logic.unwrap_or_default();
         let matches: Vec<&Worker> = self
             .workers
