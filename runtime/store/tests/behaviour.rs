@@ -603,7 +603,7 @@ async fn the_background_watchdog_times_out_an_attempt_with_no_calls_arriving() {
     let started = Instant::now();
     // wait_for_rollouts makes no further store calls: only the tick can finish the rollout.
     let done = store
-        .wait_for_rollouts(&[r.rollout_id.clone()], Some(Duration::from_secs(10)))
+        .wait_for_rollouts(std::slice::from_ref(&r.rollout_id), Some(Duration::from_secs(10)))
         .await
         .unwrap();
     assert_eq!(done.len(), 1, "finished by the watchdog");
