@@ -714,3 +714,56 @@ async fn spans_arriving_out_of_sequence_order_come_back_sorted() {
     let by_name = query.sort_by("span_id", SortOrder::Asc).limit(2).offset(1);
     assert_eq!(ids(store.query_spans(&by_name).await.unwrap()), ["a2", "b"]);
 }
+
+#[test]
+fn plain_os_threads_each_with_their_own_runtime_share_one_store() {
+    let store = InMemoryLightningStore::with_options(InMemoryOptions {
+        watchdog_interval: None,
+        ..Default::default()
+    });
+    let per_thread = 500;
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let worker = format!("thread-{t}");
+                    for i in 0..per_thread {
+                        store
+                            .enqueue_rollout(EnqueueRolloutRequest::new(json!(i)))
+                            .await
+                            .unwrap();
+                        if let Some(ar) = store.dequeue_rollout(Some(&worker)).await.unwrap() {
+                            add_span(&store, &ar.attempt).await.unwrap();
+                            set_attempt(&store, &ar.attempt, A::Succeeded).await;
+                        }
+                    }
+                })
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let stats = store.statistics().await.unwrap();
+        assert_eq!(
+            (stats.total_rollouts, stats.total_attempts, stats.total_spans),
+            (2_000, 2_000, 2_000)
+        );
+        let done = store
+            .query_rollouts(&RolloutQuery::default().status_in([R::Succeeded]))
+            .await
+            .unwrap();
+        assert_eq!(done.total, 2_000);
+    });
+    store.check_invariants().unwrap();
+}
