@@ -1,0 +1,240 @@
+//! Builds guest crates (agents, algorithms, the hostile test guests) into `wasm32-wasip2`
+//! components with a nested `cargo build --release`, into one shared target directory. Used by the
+//! host's tests, benchmarks, the demo and CI; it knows nothing of wasmtime.
+//!
+//! Safe to call from parallel test threads and processes: calls in one process take turns (and a
+//! crate built once is not rebuilt in that process), and cargo's own lock on the target directory
+//! serializes processes.
+
+mod env;
+mod error;
+mod manifest;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError};
+
+pub use error::GuestBuildError;
+pub use manifest::{CrateNames, crate_names};
+
+/// The Rust target guests are built for.
+pub const GUEST_TARGET: &str = "wasm32-wasip2";
+
+/// Every guest crate directory, relative to the repository root.
+pub const GUESTS: &[&str] = &[
+    "examples/math-agent",
+    "examples/classifier-agent",
+    "tests/guests/probe",
+    "tests/guests/wrong-world",
+];
+
+/// The repository root (two levels above this crate).
+pub fn repo_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .ancestors()
+        .nth(2)
+        .map_or_else(|| manifest_dir.join("../.."), Path::to_path_buf)
+}
+
+/// The one target directory all guests share: `<repo>/target/wasm-guests`.
+pub fn guest_target_dir() -> PathBuf {
+    repo_root().join("target").join("wasm-guests")
+}
+
+/// Where cargo writes the component whose artifact name is `artifact` (e.g. `math_agent`).
+pub fn component_path(target_dir: &Path, artifact: &str) -> PathBuf {
+    target_dir
+        .join(GUEST_TARGET)
+        .join("release")
+        .join(format!("{artifact}.wasm"))
+}
+
+/// Builds the guest crate in `crate_dir` (release, `wasm32-wasip2`) and returns its `.wasm` component.
+/// Cargo's output is kept and shown only when the build fails.
+pub fn build(crate_dir: &Path) -> Result<PathBuf, GuestBuildError> {
+    build_inner(crate_dir, false)
+}
+
+/// [`build`], echoing cargo's progress to this process's stderr as it comes.
+pub fn build_echoing(crate_dir: &Path) -> Result<PathBuf, GuestBuildError> {
+    build_inner(crate_dir, true)
+}
+
+/// Builds the guest crate at `relative` to the repository root (one of [`GUESTS`], say).
+pub fn build_guest(relative: &str) -> Result<PathBuf, GuestBuildError> {
+    build(&repo_root().join(relative))
+}
+
+/// Builds every crate of [`GUESTS`], in order; stops at the first failure.
+pub fn build_all() -> Result<Vec<PathBuf>, GuestBuildError> {
+    GUESTS.iter().map(|guest| build_guest(guest)).collect()
+}
+
+/// Components built by this process, by canonical crate directory. Its lock is held for a whole
+/// build, so the calls of one process take turns.
+static BUILT: Mutex<Option<HashMap<PathBuf, PathBuf>>> = Mutex::new(None);
+
+fn build_inner(crate_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+    let manifest = crate_dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).map_err(|source| GuestBuildError::Manifest {
+        crate_dir: crate_dir.to_path_buf(),
+        manifest: manifest.clone(),
+        source,
+    })?;
+    let names = crate_names(&text).ok_or_else(|| GuestBuildError::NoPackageName {
+        manifest: manifest.clone(),
+    })?;
+    let key = crate_dir.canonicalize().unwrap_or_else(|_| crate_dir.to_path_buf());
+
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(path) = built.as_ref().and_then(|map| map.get(&key)) {
+        return Ok(path.clone());
+    }
+    let target_dir = guest_target_dir();
+    run_cargo(&key, &key.join("Cargo.toml"), &names.package, &target_dir, echo)?;
+    let path = component_path(&target_dir, &names.artifact);
+    if !path.is_file() {
+        return Err(GuestBuildError::MissingArtifact {
+            crate_name: names.package,
+            path,
+        });
+    }
+    built.get_or_insert_with(HashMap::new).insert(key, path.clone());
+    Ok(path)
+}
+
+/// Runs `cargo build --release --target wasm32-wasip2` for one crate with a cleaned environment.
+fn run_cargo(
+    crate_dir: &Path,
+    manifest: &Path,
+    crate_name: &str,
+    target_dir: &Path,
+    echo: bool,
+) -> Result<(), GuestBuildError> {
+    // The parent's cargo (tests run under `cargo test`) is the toolchain's own; otherwise the rustup
+    // proxy, run from the crate directory so that the repository's rust-toolchain.toml applies.
+    let program = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut command = Command::new(&program);
+    command
+        .current_dir(crate_dir)
+        .args(["build", "--release", "--target", GUEST_TARGET, "--manifest-path"])
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(env::is_inherited_build_var) {
+            command.env_remove(&name);
+        }
+    }
+    let spawn_error = |source| GuestBuildError::Spawn {
+        program: program.to_string_lossy().into_owned(),
+        crate_name: crate_name.to_string(),
+        source,
+    };
+    let mut child = command.spawn().map_err(spawn_error)?;
+    let mut stderr = String::new();
+    if let Some(pipe) = child.stderr.take() {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        // A read error ends the capture early; the exit status still decides.
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            let text = String::from_utf8_lossy(&line);
+            if echo {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            stderr.push_str(&text);
+            line.clear();
+        }
+    }
+    let status = child.wait().map_err(spawn_error)?;
+    if status.success() {
+        return Ok(());
+    }
+    let stderr_tail = error::stderr_tail(&stderr);
+    if error::target_missing(&stderr) {
+        return Err(GuestBuildError::TargetNotInstalled {
+            crate_name: crate_name.to_string(),
+            stderr_tail,
+        });
+    }
+    Err(GuestBuildError::Compile {
+        crate_name: crate_name.to_string(),
+        crate_dir: crate_dir.to_path_buf(),
+        status,
+        stderr_tail,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repo_root_holds_the_workspace_and_the_wit() {
+        let root = repo_root();
+        assert!(root.join("Cargo.toml").is_file());
+        assert!(root.join("wit").join("agent.wit").is_file());
+        assert!(root.join("runtime").join("guest-build").join("Cargo.toml").is_file());
+    }
+
+    #[test]
+    fn guests_share_one_target_dir_under_target() {
+        assert_eq!(guest_target_dir(), repo_root().join("target/wasm-guests"));
+        assert_eq!(
+            component_path(Path::new("/t"), "math_agent"),
+            Path::new("/t/wasm32-wasip2/release/math_agent.wasm")
+        );
+    }
+
+    #[test]
+    fn every_listed_guest_is_a_standalone_cdylib_crate() {
+        for guest in GUESTS {
+            let manifest = repo_root().join(guest).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+            let names = crate_names(&text).unwrap_or_else(|| panic!("{guest}: no package name"));
+            assert!(!names.artifact.contains('-'), "{guest}");
+            assert!(
+                text.lines().any(|l| l.trim() == "[workspace]"),
+                "{guest}: needs its own empty [workspace]"
+            );
+            assert!(
+                text.contains("crate-type = [\"cdylib\"]"),
+                "{guest}: needs crate-type = [\"cdylib\"]"
+            );
+        }
+    }
+
+    #[test]
+    fn guest_artifact_names_are_unique() {
+        let mut artifacts: Vec<String> = GUESTS
+            .iter()
+            .filter_map(|guest| std::fs::read_to_string(repo_root().join(guest).join("Cargo.toml")).ok())
+            .filter_map(|text| crate_names(&text).map(|n| n.artifact))
+            .collect();
+        let listed = artifacts.len();
+        artifacts.sort();
+        artifacts.dedup();
+        assert_eq!(
+            artifacts.len(),
+            listed,
+            "two guests would write the same .wasm in the shared target dir"
+        );
+    }
+
+    #[test]
+    fn a_directory_without_manifest_is_reported() {
+        let err = build(Path::new("/nonexistent/guest")).unwrap_err();
+        assert!(matches!(err, GuestBuildError::Manifest { .. }));
+        assert!(
+            err.to_string().starts_with("/nonexistent/guest is not a guest crate"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! The WASM host's costs, measured on the probe guest (a Rust component built with the SDK):
+//! compile cold vs load from the cache, a fresh instance + trivial rollout (spans included),
+//! one host call including its span, and a rollout with one LLM call (scripted backend).
+//!
+//! Run: `cargo bench -p agl-wasm --bench host_bench` (`-- --quick` for a smoke run).
+
+use agl_llm::{LlmBackend, ScriptedBackend};
+use agl_store::*;
+use agl_wasm::*;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn scripted() -> Arc<dyn LlmBackend> {
+    let rules = r#"{"model": "scripted", "rules": [], "fallback": {"reply": "ok", "usage": {"input_tokens": 5, "output_tokens": 1}}}"#;
+    Arc::new(ScriptedBackend::from_json_str(rules).expect("rules"))
+}
+
+/// Mean wall time of `n` attempts of `task`, each in a fresh instance on one in-memory store.
+async fn attempts(agent: &AgentComponent, task: serde_json::Value, n: usize) -> Duration {
+    let store = Arc::new(InMemoryLightningStore::new());
+    let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(100));
+    let llm = scripted();
+    let mut rollouts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let request = StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(task.clone()),
+            worker_id: None,
+        };
+        rollouts.push(store.start_rollout(request).await.expect("rollout"));
+    }
+    let started = Instant::now();
+    for rollout in &rollouts {
+        let outcome = agent
+            .run_attempt(AttemptRequest {
+                rollout: &rollout.rollout,
+                attempt: &rollout.attempt,
+                resources: None,
+                llm: llm.clone(),
+                recorder: &recorder,
+            })
+            .await;
+        assert_eq!(outcome.status, AttemptStatus::Succeeded, "{:?}", outcome.failure);
+    }
+    started.elapsed() / n as u32
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let scale = |n: usize| if quick { (n / 50).max(2) } else { n };
+    let probe = agl_guest_build::build_guest("tests/guests/probe").expect("probe builds");
+    let bytes = std::fs::read(&probe).expect("probe component");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    let cache_dir = std::env::temp_dir().join(format!("agl-bench-cache-{}", std::process::id()));
+    let cold_host = WasmHost::new(EngineOptions {
+        cache_dir: None,
+        ..EngineOptions::default()
+    })
+    .expect("engine");
+    let cached_host = WasmHost::new(EngineOptions {
+        cache_dir: Some(cache_dir.clone()),
+        ..EngineOptions::default()
+    })
+    .expect("engine");
+    println!("pooling allocator: {}", cached_host.uses_pooling());
+    // `--attempts-only` skips the compile measurements (handy under a profiler).
+    let runs = if std::env::args().any(|a| a == "--attempts-only") {
+        1
+    } else {
+        scale(20)
+    };
+    let cold = (0..runs)
+        .map(|_| {
+            cold_host
+                .load_agent_bytes(&bytes, "probe.wasm", SandboxPolicy::default())
+                .expect("load")
+                .load_info()
+                .1
+        })
+        .sum::<Duration>()
+        / runs as u32;
+    cached_host
+        .load_agent_bytes(&bytes, "probe.wasm", SandboxPolicy::default())
+        .expect("warm the cache");
+    let cached = (0..runs)
+        .map(|_| {
+            let agent = cached_host
+                .load_agent_bytes(&bytes, "probe.wasm", SandboxPolicy::default())
+                .expect("load");
+            assert_eq!(agent.load_info().0, Compiled::Cached);
+            agent.load_info().1
+        })
+        .sum::<Duration>()
+        / runs as u32;
+
+    let agent = cached_host
+        .load_agent_bytes(&bytes, "probe.wasm", SandboxPolicy::default())
+        .expect("load");
+    let calls = 1000;
+    let (noop, host_calls, llm_once) = runtime.block_on(async {
+        attempts(&agent, json!({"do": "noop"}), scale(200)).await; // warm-up
+        let noop = attempts(&agent, json!({"do": "noop"}), scale(5000)).await;
+        let host_calls = attempts(&agent, json!({"do": "host_calls", "n": calls}), scale(200)).await;
+        let llm_once = attempts(&agent, json!({"do": "llm_once"}), scale(5000)).await;
+        (noop, host_calls, llm_once)
+    });
+    let per_call = host_calls.saturating_sub(noop) / calls;
+    let _ = std::fs::remove_dir_all(&cache_dir);
+
+    println!("| measure | time |");
+    println!("|---|---:|");
+    println!(
+        "| compile the probe component (cold, {} KiB) | {:.1} ms |",
+        bytes.len() >> 10,
+        cold.as_secs_f64() * 1e3
+    );
+    println!(
+        "| load it from the compile cache | {:.2} ms |",
+        cached.as_secs_f64() * 1e3
+    );
+    println!(
+        "| fresh instance + trivial rollout (noop; root and reward spans stored) | {:.1} µs |",
+        noop.as_secs_f64() * 1e6
+    );
+    println!(
+        "| one host call including its span (trace.log, {calls} per rollout) | {:.2} µs |",
+        per_call.as_secs_f64() * 1e6
+    );
+    println!(
+        "| rollout with one LLM call (scripted backend), spans stored | {:.1} µs |",
+        llm_once.as_secs_f64() * 1e6
+    );
+}

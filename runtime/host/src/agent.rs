@@ -1,0 +1,287 @@
+//! A loaded agent component and the running of one attempt: a fresh `Store` and instance per
+//! attempt (nothing leaks between rollouts), the policy's limits applied, the `rollout` export
+//! called, and the result — a reward, an agent error, a trap, a timeout — turned into an
+//! outcome. The attempt's spans are in the store when this returns.
+
+use crate::bindings::AgentPre;
+use crate::bindings::types::{Mode as WitMode, RolloutContext};
+use crate::cache::Compiled;
+use crate::clocks::attempt_seed;
+use crate::imports::llm::LlmGate;
+use crate::imports::reward::{PRIMARY, record_reward};
+use crate::output::CapturedOutput;
+use crate::policy::SandboxPolicy;
+use crate::sandbox::attempt_wasi;
+use crate::spans::{SpanRecorder, names};
+use crate::state::{HostState, clip};
+use agl_llm::LlmBackend;
+use agl_store::{Attempt, AttemptStatus, Mode, ResourcesUpdate, Rollout};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::Status;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::{Store, StoreLimitsBuilder, Trap};
+
+/// Longest failure reason kept (an agent's error string can be arbitrarily long).
+const MAX_REASON_BYTES: usize = 4 << 10;
+
+/// Everything one attempt needs besides the component.
+pub struct AttemptRequest<'a> {
+    pub rollout: &'a Rollout,
+    pub attempt: &'a Attempt,
+    /// The resources version the rollout runs with (`None`: it has none).
+    pub resources: Option<Arc<ResourcesUpdate>>,
+    pub llm: Arc<dyn LlmBackend>,
+    pub recorder: &'a SpanRecorder,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptOutcome {
+    /// `Succeeded` or `Failed`.
+    pub status: AttemptStatus,
+    /// Why it failed: a trap, the deadline, the memory limit, the agent's own error...
+    pub failure: Option<String>,
+    /// The final reward: the returned one, else the last primary reward the agent emitted.
+    pub reward: Option<f64>,
+    pub llm_calls: u32,
+    pub llm_tokens: u64,
+    pub stdout: CapturedOutput,
+    pub stderr: CapturedOutput,
+    pub elapsed: Duration,
+    /// Host-call spans not kept because the attempt went past its span allowance.
+    pub spans_dropped: u32,
+    /// Spans could not be written to the store (the reason), e.g. the rollout is unknown there.
+    pub trace_error: Option<String>,
+}
+
+/// A compiled and linked agent, ready to run attempts (shareable across tasks).
+pub struct AgentComponent {
+    pre: AgentPre<HostState>,
+    name: String,
+    policy: SandboxPolicy,
+    epoch_tick: Duration,
+    compiled: Compiled,
+    compile_time: Duration,
+}
+
+fn wit_mode(mode: Mode) -> WitMode {
+    match mode {
+        Mode::Train => WitMode::Train,
+        Mode::Val => WitMode::Val,
+        Mode::Test => WitMode::Test,
+    }
+}
+
+/// Extra time beyond the deadline before an attempt stuck in a host call is abandoned.
+const HOST_CALL_GRACE: Duration = Duration::from_secs(1);
+
+impl AgentComponent {
+    pub(crate) fn new(
+        pre: AgentPre<HostState>,
+        name: String,
+        policy: SandboxPolicy,
+        epoch_tick: Duration,
+        compiled: Compiled,
+        compile_time: Duration,
+    ) -> Self {
+        Self {
+            pre,
+            name,
+            policy,
+            epoch_tick,
+            compiled,
+            compile_time,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// Whether the compiled code came from the cache, and how long loading took.
+    pub fn load_info(&self) -> (Compiled, Duration) {
+        (self.compiled, self.compile_time)
+    }
+
+    fn describe_trap(&self, error: &wasmtime::Error, stderr: &CapturedOutput) -> String {
+        let policy = &self.policy;
+        let reason = match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.deadline),
+            Some(Trap::StackOverflow) => "stack overflow (call stack exhausted, e.g. by deep recursion)".to_owned(),
+            Some(Trap::MemoryOutOfBounds) => {
+                "out-of-bounds memory access (e.g. the agent's own stack overflowed by deep recursion)".to_owned()
+            }
+            Some(Trap::OutOfFuel) => format!("fuel budget of {} exhausted", policy.fuel.unwrap_or_default()),
+            Some(Trap::UnreachableCodeReached) => "the agent panicked (wasm `unreachable` executed)".to_owned(),
+            Some(trap) => format!("trap: {trap}"),
+            None => {
+                let text = format!("{error:#}");
+                if text.contains("forcing trap when growing memory") {
+                    format!("memory limit of {} MiB exceeded", policy.memory_bytes >> 20)
+                } else {
+                    format!("trap: {}", text.lines().next().unwrap_or_default())
+                }
+            }
+        };
+        match stderr.text.lines().rev().find(|l| !l.trim().is_empty()) {
+            Some(last) => format!("{reason}; last stderr line: {}", clip(last, 512)),
+            None => reason,
+        }
+    }
+
+    async fn instantiate_and_call(
+        &self,
+        store: &mut Store<HostState>,
+        ctx: &RolloutContext,
+        task_json: &str,
+    ) -> wasmtime::Result<Result<Option<f64>, String>> {
+        let agent = self.pre.instantiate_async(&mut *store).await?;
+        agent.call_rollout(&mut *store, ctx, task_json).await
+    }
+
+    /// Runs one attempt in a fresh instance and records its spans into the recorder's store.
+    pub async fn run_attempt(&self, request: AttemptRequest<'_>) -> AttemptOutcome {
+        let started = Instant::now();
+        let (rollout, attempt) = (request.rollout, request.attempt);
+        let seed = attempt_seed(&rollout.rollout_id, attempt.sequence_id);
+        let trace = request.recorder.begin_attempt(&rollout.rollout_id, &attempt.attempt_id);
+        trace.annotate_root(vec![
+            KeyValue::new("agl.agent", self.name.clone()),
+            KeyValue::new("agl.attempt.sequence_id", i64::from(attempt.sequence_id)),
+            KeyValue::new("agl.random_seed", seed.to_string()),
+            KeyValue::new("agl.clock", if self.policy.real_clock { "real" } else { "virtual" }),
+            KeyValue::new("agl.clock.start", attempt.start_time),
+        ]);
+        let start = Duration::try_from_secs_f64(attempt.start_time).unwrap_or_default();
+        let wasi = match attempt_wasi(&self.policy, start, seed) {
+            Ok(wasi) => wasi,
+            Err(e) => {
+                trace.set_outcome(Status::error(e.to_string()));
+                let trace_error = request
+                    .recorder
+                    .finish_attempt(trace)
+                    .await
+                    .err()
+                    .map(|e| e.to_string());
+                return AttemptOutcome {
+                    status: AttemptStatus::Failed,
+                    failure: Some(format!("cannot prepare the sandbox: {e}")),
+                    reward: None,
+                    llm_calls: 0,
+                    llm_tokens: 0,
+                    stdout: CapturedOutput::default(),
+                    stderr: CapturedOutput::default(),
+                    elapsed: started.elapsed(),
+                    spans_dropped: 0,
+                    trace_error,
+                };
+            }
+        };
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(usize::try_from(self.policy.memory_bytes).unwrap_or(usize::MAX))
+            .trap_on_grow_failure(true)
+            .build();
+        let llm = LlmGate::new(request.llm, &self.policy);
+        let state = HostState::new(wasi.ctx, limits, trace, llm, request.resources);
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(|state| &mut state.limits);
+        let ticks = self
+            .policy
+            .deadline
+            .as_nanos()
+            .div_ceil(self.epoch_tick.as_nanos().max(1));
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX).max(1));
+        store.epoch_deadline_trap();
+        let fuel_error = self.policy.fuel.and_then(|fuel| store.set_fuel(fuel).err());
+
+        let ctx = RolloutContext {
+            rollout_id: rollout.rollout_id.clone(),
+            attempt_id: attempt.attempt_id.clone(),
+            attempt_number: attempt.sequence_id,
+            mode: rollout.mode.map(wit_mode),
+            resources_id: rollout.resources_id.clone(),
+        };
+        let task_json = rollout.input.to_string();
+        let limit = self.policy.deadline + self.policy.llm_timeout + HOST_CALL_GRACE;
+        let result = match fuel_error {
+            Some(e) => Err(format!("cannot set the fuel budget: {e}")),
+            None => match tokio::time::timeout(limit, self.instantiate_and_call(&mut store, &ctx, &task_json)).await {
+                Err(_) => Err(format!(
+                    "deadline of {:?} exceeded while the agent waited in a host call",
+                    self.policy.deadline
+                )),
+                Ok(Err(trap)) => Err(self.describe_trap(&trap, &wasi.stderr.peek())),
+                Ok(Ok(Err(reason))) => Err(format!("agent error: {}", clip(&reason, MAX_REASON_BYTES))),
+                Ok(Ok(Ok(Some(reward)))) if !reward.is_finite() => {
+                    Err(format!("the agent returned a non-finite reward ({reward})"))
+                }
+                Ok(Ok(Ok(reward))) => Ok(reward),
+            },
+        };
+
+        let mut state = store.into_data();
+        let stdout = wasi.stdout.take();
+        let stderr = wasi.stderr.take();
+        for (name, output) in [(names::STDOUT, &stdout), (names::STDERR, &stderr)] {
+            if !output.text.is_empty() || output.dropped_bytes > 0 {
+                let attributes = vec![
+                    KeyValue::new("agl.output.text", output.text.clone()),
+                    KeyValue::new(
+                        "agl.output.dropped_bytes",
+                        i64::try_from(output.dropped_bytes).unwrap_or(i64::MAX),
+                    ),
+                ];
+                state.trace.instant(name, attributes, Status::Unset);
+            }
+        }
+        if let Ok(Some(reward)) = result {
+            record_reward(&mut state, PRIMARY, reward);
+        }
+        let HostState {
+            trace,
+            llm,
+            rewards,
+            spans_dropped,
+            ..
+        } = state;
+        trace.annotate_root(vec![
+            KeyValue::new("agl.llm.calls", i64::from(llm.calls)),
+            KeyValue::new("agl.llm.tokens", i64::try_from(llm.tokens).unwrap_or(i64::MAX)),
+            KeyValue::new("agl.spans_dropped", i64::from(spans_dropped)),
+        ]);
+        let (status, failure, reward) = match result {
+            Ok(returned) => {
+                trace.set_outcome(Status::Ok);
+                (AttemptStatus::Succeeded, None, returned.or(rewards.last_primary))
+            }
+            Err(reason) => {
+                trace.set_outcome(Status::error(reason.clone()));
+                trace.annotate_root(vec![KeyValue::new("agl.failure", reason.clone())]);
+                (AttemptStatus::Failed, Some(reason), None)
+            }
+        };
+        let trace_error = request
+            .recorder
+            .finish_attempt(trace)
+            .await
+            .err()
+            .map(|e| e.to_string());
+        AttemptOutcome {
+            status,
+            failure,
+            reward,
+            llm_calls: llm.calls,
+            llm_tokens: llm.tokens,
+            stdout,
+            stderr,
+            elapsed: started.elapsed(),
+            spans_dropped,
+            trace_error,
+        }
+    }
+}

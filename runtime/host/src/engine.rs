@@ -1,0 +1,216 @@
+//! The process's one wasmtime `Engine` for agents: component model, async calls, epoch
+//! interruption driven by a ticker thread, the pooling allocator (falling back to on-demand
+//! allocation when the address-space reservation fails), optional fuel, and the compile cache.
+//! Loading a component compiles it once and links it once (`InstancePre`).
+
+use crate::agent::AgentComponent;
+use crate::bindings::AgentPre;
+use crate::cache::{Compiled, ComponentCache, default_cache_dir};
+use crate::error::HostError;
+use crate::policy::SandboxPolicy;
+use crate::state::HostState;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Memory of a pooled slot kept mapped between instances (reset, not decommitted).
+const RESIDENT_BYTES: usize = 4 << 20;
+
+/// How the engine is built.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Epoch period: a spinning guest stops within one tick after its deadline.
+    pub epoch_tick: Duration,
+    /// Use the pooling instance allocator (fast instantiation) when the OS allows its reservation.
+    pub pooling: bool,
+    /// Instances alive at once in the pool (concurrent attempts).
+    pub max_concurrent_instances: u32,
+    /// Largest linear memory any policy may allow (the pool's slot size).
+    pub max_memory_bytes: u64,
+    /// Count instructions so policies can set a fuel budget (costs speed on call-heavy code).
+    pub fuel: bool,
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            epoch_tick: Duration::from_millis(10),
+            pooling: true,
+            max_concurrent_instances: 128,
+            max_memory_bytes: 4 << 30,
+            fuel: false,
+            cache_dir: default_cache_dir(),
+        }
+    }
+}
+
+/// Compiles, links and instantiates agent components.
+pub struct WasmHost {
+    engine: Engine,
+    linker: Arc<Linker<HostState>>,
+    options: EngineOptions,
+    pooling: bool,
+    cache: Option<ComponentCache>,
+}
+
+fn base_config(options: &EngineOptions) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.consume_fuel(options.fuel);
+    config
+}
+
+fn pooling_config(options: &EngineOptions) -> PoolingAllocationConfig {
+    let instances = options.max_concurrent_instances.max(1);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(instances)
+        .total_core_instances(instances.saturating_mul(8))
+        .total_memories(instances.saturating_mul(2))
+        .total_tables(instances.saturating_mul(4))
+        .total_stacks(instances)
+        .max_memory_size(usize::try_from(options.max_memory_bytes).unwrap_or(usize::MAX))
+        // Reusing a slot: reset only the pages the last instance dirtied (PAGEMAP_SCAN where the
+        // kernel has it) instead of decommitting and faulting everything back in.
+        .pagemap_scan(Enabled::Auto)
+        .linear_memory_keep_resident(RESIDENT_BYTES)
+        .table_keep_resident(64 << 10)
+        .async_stack_keep_resident(256 << 10)
+        .decommit_batch_size(16);
+    pool
+}
+
+fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new().name("agl-epoch".into()).spawn(move || {
+        loop {
+            std::thread::sleep(tick);
+            match weak.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => return,
+            }
+        }
+    });
+    // Without the ticker deadlines would never fire; a host that cannot spawn a thread is broken.
+    if let Err(e) = spawned {
+        panic!("cannot start the epoch ticker thread: {e}");
+    }
+}
+
+impl WasmHost {
+    pub fn new(options: EngineOptions) -> Result<Self, HostError> {
+        let mut pooling = false;
+        let mut engine = None;
+        if options.pooling {
+            let mut config = base_config(&options);
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(&options)));
+            if let Ok(e) = Engine::new(&config) {
+                engine = Some(e);
+                pooling = true;
+            }
+        }
+        let engine = match engine {
+            Some(engine) => engine,
+            None => Engine::new(&base_config(&options)).map_err(|e| HostError::Engine(e.to_string()))?,
+        };
+        spawn_epoch_ticker(&engine, options.epoch_tick);
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::bindings::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| HostError::Engine(e.to_string()))?;
+        let cache = options.cache_dir.clone().map(ComponentCache::new);
+        Ok(Self {
+            engine,
+            linker: Arc::new(linker),
+            options,
+            pooling,
+            cache,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Whether instances come from the pool (false: the OS refused the reservation).
+    pub fn uses_pooling(&self) -> bool {
+        self.pooling
+    }
+
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// Compiles (or loads from the cache) and links an agent component from a file; its
+    /// policy is `policy`, typically `SandboxPolicy::for_component(path)` plus CLI overrides.
+    pub fn load_agent(&self, path: &Path, policy: SandboxPolicy) -> Result<AgentComponent, HostError> {
+        let bytes = std::fs::read(path).map_err(|e| HostError::Read {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let name = path
+            .file_name()
+            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        self.load_agent_bytes(&bytes, &name, policy)
+    }
+
+    /// Like [`Self::load_agent`] for component bytes already in memory.
+    pub fn load_agent_bytes(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        policy: SandboxPolicy,
+    ) -> Result<AgentComponent, HostError> {
+        if policy.memory_bytes > self.options.max_memory_bytes {
+            return Err(HostError::Engine(format!(
+                "{name}: its policy allows {} MiB of memory but the engine's limit is {} MiB",
+                policy.memory_bytes >> 20,
+                self.options.max_memory_bytes >> 20
+            )));
+        }
+        if policy.fuel.is_some() && !self.options.fuel {
+            return Err(HostError::Engine(format!(
+                "{name}: its policy sets fuel but the engine was built without fuel"
+            )));
+        }
+        let started = Instant::now();
+        let (component, compiled) = self.compile(bytes, name)?;
+        let compile_time = started.elapsed();
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| HostError::WrongWorld {
+                name: name.to_owned(),
+                message: format!("{e:#}"),
+            })?;
+        let pre = AgentPre::new(pre).map_err(|e| HostError::WrongWorld {
+            name: name.to_owned(),
+            message: format!("{e:#}"),
+        })?;
+        Ok(AgentComponent::new(
+            pre,
+            name.to_owned(),
+            policy,
+            self.options.epoch_tick,
+            compiled,
+            compile_time,
+        ))
+    }
+
+    fn compile(&self, bytes: &[u8], name: &str) -> Result<(Component, Compiled), HostError> {
+        let compile_error = |e: wasmtime::Error| HostError::Compile {
+            name: name.to_owned(),
+            message: format!("{e:#}"),
+        };
+        match &self.cache {
+            Some(cache) => cache.load_or_compile(&self.engine, bytes).map_err(compile_error),
+            None => Component::new(&self.engine, bytes)
+                .map(|c| (c, Compiled::Fresh))
+                .map_err(compile_error),
+        }
+    }
+}

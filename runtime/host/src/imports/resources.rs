@@ -1,0 +1,82 @@
+//! `agl:agent/resources`: the rollout's resources, read-only; LLM endpoints without their keys.
+
+use crate::bindings::resources::{Host, LlmEndpoint, PromptTemplate, Resource};
+use crate::prompt;
+use crate::spans::names;
+use crate::state::HostState;
+use agl_store::{LlmResource, Resource as StoreResource, TemplateEngine};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::Status;
+
+fn engine_name(engine: TemplateEngine) -> &'static str {
+    match engine {
+        TemplateEngine::FString => "f-string",
+        TemplateEngine::Jinja => "jinja",
+        TemplateEngine::Poml => "poml",
+    }
+}
+
+fn endpoint(llm: &LlmResource) -> LlmEndpoint {
+    LlmEndpoint {
+        endpoint: llm.endpoint.clone(),
+        model: llm.model.clone(),
+        sampling_parameters_json: serde_json::Value::Object(llm.sampling_parameters.clone()).to_string(),
+    }
+}
+
+impl HostState {
+    fn resource(&self, name: &str) -> Option<&StoreResource> {
+        self.resources.as_ref()?.resources.get(name)
+    }
+
+    fn format_named_prompt(&self, name: &str, vars: &[(String, String)]) -> Result<String, String> {
+        match self.resource(name) {
+            None => Err(format!("no resource named '{name}' in this rollout's resources")),
+            Some(StoreResource::PromptTemplate(t)) if t.engine == TemplateEngine::FString => {
+                prompt::format(&t.template, vars).map_err(|e| format!("prompt '{name}': {e}"))
+            }
+            Some(StoreResource::PromptTemplate(t)) => Err(format!(
+                "prompt '{name}' uses the {} engine; format-prompt fills f-string templates (read it with get)",
+                engine_name(t.engine)
+            )),
+            Some(_) => Err(format!("resource '{name}' is not a prompt template")),
+        }
+    }
+}
+
+impl Host for HostState {
+    fn get(&mut self, name: String) -> wasmtime::Result<Option<Resource>> {
+        let found = self.resource(&name).map(|r| match r {
+            StoreResource::PromptTemplate(t) => Resource::PromptTemplate(PromptTemplate {
+                template: t.template.clone(),
+                engine: engine_name(t.engine).to_owned(),
+            }),
+            StoreResource::Llm(llm) => Resource::Llm(endpoint(llm)),
+            StoreResource::ProxyLlm(llm) => Resource::ProxyLlm(endpoint(llm)),
+        });
+        if self.take_span_allowance() {
+            let attributes = vec![
+                KeyValue::new("agl.resource.name", name),
+                KeyValue::new("agl.resource.found", found.is_some()),
+            ];
+            self.trace.instant(names::RESOURCE_GET, attributes, Status::Unset);
+        }
+        Ok(found)
+    }
+
+    fn format_prompt(&mut self, name: String, vars: Vec<(String, String)>) -> wasmtime::Result<Result<String, String>> {
+        let result = self.format_named_prompt(&name, &vars);
+        if self.take_span_allowance() {
+            let mut attributes = vec![KeyValue::new("agl.resource.name", name)];
+            if let Some(id) = self.resources.as_ref().map(|r| r.resources_id.clone()) {
+                attributes.push(KeyValue::new("agl.resources_id", id));
+            }
+            let status = match &result {
+                Ok(_) => Status::Ok,
+                Err(e) => Status::error(e.clone()),
+            };
+            self.trace.instant(names::FORMAT_PROMPT, attributes, status);
+        }
+        Ok(result)
+    }
+}

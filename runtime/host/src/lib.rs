@@ -1,0 +1,33 @@
+//! The WASM host: runs untrusted agent components in a sandbox and traces everything they do.
+//!
+//! - [`WasmHost`] owns the one wasmtime engine (pooling, epoch deadlines, compile cache) and
+//!   loads components once ([`AgentComponent`], an `InstancePre`).
+//! - [`SandboxPolicy`] says what an agent may do; deny by default.
+//! - [`AgentComponent::run_attempt`] runs one attempt in a fresh instance; every host call
+//!   becomes a span that [`SpanRecorder`] writes into the LightningStore.
+//!
+//! This crate knows the store trait and the LLM backend trait; it knows nothing of HTTP servers
+//! or the command line.
+
+mod agent;
+pub mod bindings;
+pub mod cache;
+mod clocks;
+mod engine;
+mod error;
+mod imports;
+pub mod output;
+pub mod policy;
+pub mod prompt;
+mod sandbox;
+pub mod spans;
+mod state;
+
+pub use agent::{AgentComponent, AttemptOutcome, AttemptRequest};
+pub use cache::{Compiled, ComponentCache};
+pub use clocks::{VIRTUAL_TICK, attempt_seed};
+pub use engine::{EngineOptions, WasmHost};
+pub use error::HostError;
+pub use policy::{DirAccess, DirGrant, LlmBudget, PolicyError, PolicyOverrides, SandboxPolicy};
+pub use spans::SpanRecorder;
+pub use state::{MAX_ATTRIBUTE_BYTES, MAX_SPANS_PER_ATTEMPT};

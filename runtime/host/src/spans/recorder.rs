@@ -1,0 +1,171 @@
+//! The span pipeline: an OpenTelemetry tracer whose processor buffers finished spans, and a
+//! flusher that writes them to the LightningStore in batches — one `get_next_span_sequence_ids`
+//! and one `add_spans` per batch. Flushes are serialized so sequence ids follow end order.
+
+use super::attempt::AttemptTrace;
+use super::convert::to_store_span;
+use agl_store::LightningStore;
+use opentelemetry::trace::{TraceId, TracerProvider as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanProcessor};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The rollout and attempt ids a trace's spans belong to.
+type Owner = (Arc<str>, Arc<str>);
+
+/// Finished spans waiting for the store, and the attempts they belong to (by trace id).
+#[derive(Debug, Default)]
+struct Pending {
+    spans: Mutex<Vec<SpanData>>,
+    attempts: Mutex<FxHashMap<TraceId, Owner>>,
+    wake: Notify,
+    dropped: AtomicU64,
+}
+
+/// The OpenTelemetry side: buffers each finished span, wakes the flusher when a batch is full.
+#[derive(Debug)]
+struct StoreSpanProcessor {
+    pending: Arc<Pending>,
+    batch: usize,
+}
+
+impl SpanProcessor for StoreSpanProcessor {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        let mut spans = self.pending.spans.lock();
+        spans.push(span);
+        if spans.len() >= self.batch {
+            self.pending.wake.notify_one();
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.pending.wake.notify_one();
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        self.pending.wake.notify_one();
+        Ok(())
+    }
+}
+
+/// Records attempts' spans into a LightningStore. Cheap to clone.
+#[derive(Clone)]
+pub struct SpanRecorder {
+    inner: Arc<RecorderInner>,
+}
+
+struct RecorderInner {
+    _provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    pending: Arc<Pending>,
+    store: Arc<dyn LightningStore>,
+    flush_lock: tokio::sync::Mutex<()>,
+}
+
+impl SpanRecorder {
+    /// A recorder writing to `store`; with a Tokio runtime running, a background task also
+    /// flushes every `interval` or whenever 512 spans are waiting.
+    pub fn new(store: Arc<dyn LightningStore>, interval: Duration) -> Self {
+        let pending = Arc::new(Pending::default());
+        let processor = StoreSpanProcessor {
+            pending: Arc::clone(&pending),
+            batch: 512,
+        };
+        let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
+        let tracer = provider.tracer("agl-host");
+        let inner = Arc::new(RecorderInner {
+            _provider: provider,
+            tracer,
+            pending,
+            store,
+            flush_lock: Default::default(),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(background_flush(Arc::downgrade(&inner), interval));
+        }
+        Self { inner }
+    }
+
+    /// Opens the trace of one attempt (its root span); spans of this trace go to that attempt.
+    pub fn begin_attempt(&self, rollout_id: &str, attempt_id: &str) -> AttemptTrace {
+        let trace = AttemptTrace::begin(self.inner.tracer.clone(), rollout_id, attempt_id);
+        self.inner
+            .pending
+            .attempts
+            .lock()
+            .insert(trace.trace_id(), (rollout_id.into(), attempt_id.into()));
+        trace
+    }
+
+    /// Ends the attempt's trace and waits until all its spans are in the store.
+    pub async fn finish_attempt(&self, trace: AttemptTrace) -> Result<(), agl_store::StoreError> {
+        let trace_id = trace.trace_id();
+        trace.end();
+        let result = self.flush().await;
+        self.inner.pending.attempts.lock().remove(&trace_id);
+        result
+    }
+
+    /// Writes every finished span to the store now.
+    pub async fn flush(&self) -> Result<(), agl_store::StoreError> {
+        let _serial = self.inner.flush_lock.lock().await;
+        let batch = std::mem::take(&mut *self.inner.pending.spans.lock());
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let owners: Vec<Option<Owner>> = {
+            let attempts = self.inner.pending.attempts.lock();
+            batch
+                .iter()
+                .map(|s| attempts.get(&s.span_context.trace_id()).cloned())
+                .collect()
+        };
+        let pairs: Vec<(&str, &str)> = owners.iter().flatten().map(|(r, a)| (r.as_ref(), a.as_ref())).collect();
+        let sequence_ids = self.inner.store.get_next_span_sequence_ids(&pairs).await?;
+        let mut sequence_ids = sequence_ids.into_iter();
+        let mut spans = Vec::with_capacity(pairs.len());
+        for (data, owner) in batch.iter().zip(&owners) {
+            let Some((rollout_id, attempt_id)) = owner else {
+                self.inner.pending.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let Some(sequence_id) = sequence_ids.next() else { break };
+            spans.push(to_store_span(data, rollout_id, attempt_id, sequence_id));
+        }
+        self.inner.store.add_spans(spans).await.map(|_| ())
+    }
+
+    /// Spans that belonged to no known attempt (a bug if ever non-zero).
+    pub fn dropped_spans(&self) -> u64 {
+        self.inner.pending.dropped.load(Ordering::Relaxed)
+    }
+}
+
+async fn background_flush(inner: std::sync::Weak<RecorderInner>, interval: Duration) {
+    loop {
+        let wake = match inner.upgrade() {
+            Some(inner) => {
+                let pending = Arc::clone(&inner.pending);
+                drop(inner);
+                pending
+            }
+            None => return,
+        };
+        let _ = tokio::time::timeout(interval, wake.wake.notified()).await;
+        let Some(inner) = inner.upgrade() else { return };
+        let recorder = SpanRecorder { inner };
+        // A failed write (e.g. the attempt's rollout vanished from a remote store) is retried
+        // by nothing: the spans are counted as dropped by the next successful flush's caller.
+        if recorder.flush().await.is_err() {
+            recorder.inner.pending.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

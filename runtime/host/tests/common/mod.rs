@@ -1,0 +1,181 @@
+//! Shared setup of the host's integration tests: guests built once per test binary, one engine,
+//! and a helper that runs one attempt against a fresh in-memory store and returns its spans.
+
+#![allow(dead_code)]
+
+use agl_llm::{LlmBackend, ScriptedBackend};
+use agl_store::*;
+use agl_wasm::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Builds a guest crate (once per test binary) and returns its component.
+pub fn guest(relative: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    built
+        .entry(relative.to_owned())
+        .or_insert_with(|| {
+            agl_guest_build::build_guest(relative).unwrap_or_else(|e| panic!("building {relative}: {e}"))
+        })
+        .clone()
+}
+
+/// One engine for the whole test binary, with a compile cache under the target dir.
+pub fn host() -> &'static WasmHost {
+    static HOST: OnceLock<WasmHost> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let options = EngineOptions {
+            cache_dir: Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache")),
+            ..EngineOptions::default()
+        };
+        WasmHost::new(options).expect("the engine starts")
+    })
+}
+
+pub fn repo_path(relative: &str) -> PathBuf {
+    agl_guest_build::repo_root().join(relative)
+}
+
+pub fn scripted(relative_rules: &str) -> Arc<dyn LlmBackend> {
+    Arc::new(ScriptedBackend::from_file(repo_path(relative_rules)).expect("rules load"))
+}
+
+pub fn scripted_json(json: &str) -> Arc<dyn LlmBackend> {
+    Arc::new(ScriptedBackend::from_json_str(json).expect("rules parse"))
+}
+
+/// A backend that answers everything with "ok".
+pub fn echo_llm() -> Arc<dyn LlmBackend> {
+    scripted_json(r#"{"model": "scripted", "rules": [], "fallback": {"reply": "ok"}}"#)
+}
+
+pub fn resources_from(relative_json: &str) -> NamedResources {
+    let text = std::fs::read_to_string(repo_path(relative_json)).expect("resources file");
+    serde_json::from_str(&text).expect("resources parse")
+}
+
+pub struct Ran {
+    pub outcome: AttemptOutcome,
+    pub spans: Vec<Arc<Span>>,
+    pub rollout: AttemptedRollout,
+    pub store: Arc<InMemoryLightningStore>,
+}
+
+impl Ran {
+    pub fn spans_named(&self, name: &str) -> Vec<&Arc<Span>> {
+        self.spans.iter().filter(|s| s.name == name).collect()
+    }
+
+    pub fn root(&self) -> &Arc<Span> {
+        self.spans
+            .iter()
+            .find(|s| s.name == "agentlightning.rollout")
+            .expect("a root span")
+    }
+
+    /// The `agl.log.message` of every log span.
+    pub fn logs(&self) -> Vec<String> {
+        self.spans_named("agl.log")
+            .iter()
+            .filter_map(|s| {
+                s.attributes
+                    .get("agl.log.message")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+}
+
+/// Runs one attempt of `agent` on `input` in a fresh store; returns the outcome and the spans.
+pub async fn run(
+    agent: &AgentComponent,
+    input: serde_json::Value,
+    llm: Arc<dyn LlmBackend>,
+    resources: Option<NamedResources>,
+) -> Ran {
+    let store = Arc::new(InMemoryLightningStore::new());
+    run_in(&store, agent, input, llm, resources, None).await
+}
+
+/// Like [`run`] on a given store; `retry_of` starts a new attempt on that rollout instead.
+pub async fn run_in(
+    store: &Arc<InMemoryLightningStore>,
+    agent: &AgentComponent,
+    input: serde_json::Value,
+    llm: Arc<dyn LlmBackend>,
+    resources: Option<NamedResources>,
+    retry_of: Option<&str>,
+) -> Ran {
+    let update = match resources {
+        Some(r) => Some(Arc::new(store.add_resources(r).await.expect("resources stored"))),
+        None => None,
+    };
+    let rollout = match retry_of {
+        Some(id) => store.start_attempt(id, Some("test-worker")).await.expect("attempt"),
+        None => store
+            .start_rollout(StartRolloutRequest {
+                rollout: EnqueueRolloutRequest::new(input).mode(Mode::Val),
+                worker_id: Some("test-worker".into()),
+            })
+            .await
+            .expect("rollout"),
+    };
+    let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(50));
+    let request = AttemptRequest {
+        rollout: &rollout.rollout,
+        attempt: &rollout.attempt,
+        resources: update,
+        llm,
+        recorder: &recorder,
+    };
+    let outcome = agent.run_attempt(request).await;
+    assert_eq!(outcome.trace_error, None, "spans reach the store");
+    let query = SpanQuery::for_rollout(&rollout.rollout.rollout_id).attempt(&rollout.attempt.attempt_id);
+    let spans = store.query_spans(&query).await.expect("spans").items;
+    Ran {
+        outcome,
+        spans,
+        rollout,
+        store: store.clone(),
+    }
+}
+
+/// Runs the same attempt again (same rollout, attempt and seed), as a replay would.
+pub async fn rerun(previous: &Ran, agent: &AgentComponent, llm: Arc<dyn LlmBackend>) -> Ran {
+    let recorder = SpanRecorder::new(
+        previous.store.clone() as Arc<dyn LightningStore>,
+        Duration::from_millis(50),
+    );
+    let request = AttemptRequest {
+        rollout: &previous.rollout.rollout,
+        attempt: &previous.rollout.attempt,
+        resources: None,
+        llm,
+        recorder: &recorder,
+    };
+    let outcome = agent.run_attempt(request).await;
+    let query =
+        SpanQuery::for_rollout(&previous.rollout.rollout.rollout_id).attempt(&previous.rollout.attempt.attempt_id);
+    let all = previous.store.query_spans(&query).await.expect("spans").items;
+    let spans = all
+        .into_iter()
+        .filter(|s| !previous.spans.iter().any(|p| p.span_id == s.span_id))
+        .collect();
+    Ran {
+        outcome,
+        spans,
+        rollout: previous.rollout.clone(),
+        store: previous.store.clone(),
+    }
+}
+
+pub fn load(relative: &str, policy: SandboxPolicy) -> AgentComponent {
+    host()
+        .load_agent(&guest(relative), policy)
+        .expect("the component loads")
+}

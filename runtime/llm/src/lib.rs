@@ -1,0 +1,27 @@
+//! agl-llm: talking to LLMs, and nothing else (no wasm, no store).
+//!
+//! - [`LlmBackend`]: the async trait the runtime calls, with the provider-neutral [`types`];
+//! - [`OpenAiBackend`]: any OpenAI-compatible HTTP server, with timeouts and retries;
+//! - [`ScriptedBackend`]: offline, deterministic answers from a JSON rules file;
+//! - `server` (feature `server`): an OpenAI-compatible HTTP front for any backend, with a
+//!   fault-injection hook for tests.
+
+pub mod backend;
+pub mod error;
+pub mod openai;
+mod retry;
+pub mod scripted;
+#[cfg(feature = "server")]
+pub mod server;
+pub mod types;
+mod wire;
+
+pub use backend::LlmBackend;
+pub use error::LlmError;
+pub use openai::{OpenAiBackend, OpenAiConfig};
+pub use scripted::{
+    ScriptedBackend, ScriptedCondition, ScriptedReply, ScriptedRule, ScriptedRules, ScriptedToolCall, ScriptedUsage,
+};
+#[cfg(feature = "server")]
+pub use server::{Fault, Faults, ServerHandle, serve, serve_with_faults};
+pub use types::{ChatRequest, ChatResponse, Message, Role, Tool, ToolCall, Usage};

@@ -1,0 +1,80 @@
+//! The actions about host calls: LLM budget (a flood of chats), one chat, a burst of cheap logs for
+//! the per-call overhead, an operation span that fails, and what the guest sees of clocks and
+//! randomness (logged as one object so a test can compare attempts).
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use agl_sdk::prelude::*;
+use agl_sdk::serde_json::json;
+
+/// Up to `calls` chats; stops at the first error, which is logged. Returns the number that worked.
+pub fn llm_flood(ctx: &Ctx, calls: u32) -> f64 {
+    let request = ChatRequest::user("ping");
+    let mut answered: u32 = 0;
+    for _ in 0..calls {
+        match ctx.llm().chat(request.clone()) {
+            Ok(_) => answered += 1,
+            Err(err) => {
+                ctx.warn(&format!("llm_flood: call {} failed: {}", answered + 1, err.message()));
+                break;
+            }
+        }
+    }
+    f64::from(answered)
+}
+
+/// One chat (with `model` if given); its error fails the attempt.
+pub fn llm_once(ctx: &Ctx, prompt: Option<&str>, model: Option<&str>) -> Result<Option<f64>> {
+    let mut request = ChatRequest::user(prompt.unwrap_or("Say hello."));
+    if let Some(model) = model {
+        request = request.with_model(model);
+    }
+    let reply = ctx.llm().chat(request)?;
+    ctx.info(&format!("llm_once: {} said {:?}", reply.model, reply.content));
+    Ok(Some(1.0))
+}
+
+/// `n` debug logs of a short string. Returns 1.0.
+pub fn debug_logs(ctx: &Ctx, n: u32) -> f64 {
+    for _ in 0..n {
+        ctx.debug("probe");
+    }
+    1.0
+}
+
+/// An operation span around a chat and a log, closed with an error; the attempt itself succeeds
+/// (1.0), so a test sees a failed span inside a successful attempt.
+pub fn failing_operation(ctx: &Ctx) -> Result<Option<f64>> {
+    let outcome = ctx.operation("probe-operation", || {
+        let said = match ctx.llm().ask("ping from an operation") {
+            Ok(reply) => format!("the model said {reply:?}"),
+            Err(err) => format!("the LLM failed: {err}"),
+        };
+        ctx.info(&format!("operation: {said}"));
+        Err::<(), _>(Error::new("operation failed on purpose"))
+    });
+    if let Err(err) = outcome {
+        ctx.info(&format!("operation: ended with error: {err}"));
+    }
+    Ok(Some(1.0))
+}
+
+/// Logs `{"system_time": {"secs", "nanos"}, "instant_diff_nanos", "random": [4 u64]}`.
+pub fn clock_and_random(ctx: &Ctx) -> Result<Option<f64>> {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_err(|err| Error::new(format!("clock_and_random: wall clock before 1970: {err}")))?;
+    let first = Instant::now();
+    let second = Instant::now();
+    let diff = second.saturating_duration_since(first).as_nanos();
+    let mut random = [0u64; 4];
+    for slot in &mut random {
+        *slot = getrandom::u64().map_err(|err| Error::new(format!("clock_and_random: no randomness: {err}")))?;
+    }
+    ctx.object(&json!({
+        "system_time": {"secs": since_epoch.as_secs(), "nanos": since_epoch.subsec_nanos()},
+        "instant_diff_nanos": u64::try_from(diff).unwrap_or(u64::MAX),
+        "random": random,
+    }))?;
+    Ok(Some(1.0))
+}

@@ -1,0 +1,103 @@
+//! The sandbox probe: an agent that does what its task says, so that the host's tests and benchmarks
+//! can check limits (CPU, memory, stack, output, LLM budget), grants (files, environment, network)
+//! and how odd results are reported. The task is `{"do": "<action>", ...}`; see tests/guests/README.md.
+
+mod capabilities;
+mod host_calls;
+mod hostile;
+
+use agl_sdk::prelude::*;
+use serde::Deserialize;
+
+/// One probe action with its arguments.
+#[derive(Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+enum Task {
+    /// Returns `Some(1.0)` at once.
+    Noop,
+    /// Loops forever (the host's CPU limit must stop it).
+    Spin,
+    /// Allocates and touches 16 MiB chunks forever (the memory limit must stop it).
+    MemoryBomb,
+    /// Recurses without end (wasm's call stack must overflow into a trap).
+    DeepRecursion,
+    /// May it read a file?
+    ReadFile { path: String },
+    /// May it list a directory?
+    ListDir { path: String },
+    /// May it see the environment (all of it, or one variable)?
+    ReadEnv {
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// May it open a TCP connection to `addr` (and bind a UDP socket)?
+    OpenSocket { addr: String },
+    /// Writes `bytes` to stdout (and a sixteenth of that to stderr).
+    StdoutFlood {
+        #[serde(default = "ten_mib")]
+        bytes: usize,
+    },
+    /// Calls the LLM `calls` times, stopping at the first error; the reward is the number that worked.
+    LlmFlood {
+        #[serde(default = "thousand")]
+        calls: u32,
+    },
+    /// One LLM call, with the host's model or `model`.
+    LlmOnce {
+        #[serde(default)]
+        prompt: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+    },
+    /// `n` debug logs: the cheapest host call, for the per-call overhead.
+    HostCalls { n: u32 },
+    /// Returns NaN as the final reward.
+    GarbageReward,
+    /// Fails with an error message of `bytes` bytes.
+    HugeError { bytes: usize },
+    /// Panics (a trap: the attempt fails).
+    Panic,
+    /// Logs the wall clock, a monotonic clock difference and four random numbers as one object.
+    ClockAndRandom,
+    /// Emits a named and a primary reward and returns no final reward.
+    EmitRewards,
+    /// An operation span around an LLM call and a log, ending with an error.
+    Operation,
+}
+
+fn ten_mib() -> usize {
+    10 * 1024 * 1024
+}
+
+fn thousand() -> u32 {
+    1000
+}
+
+fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
+    match task {
+        Task::Noop => Ok(Some(1.0)),
+        Task::Spin => hostile::spin(),
+        Task::MemoryBomb => hostile::memory_bomb(),
+        Task::DeepRecursion => Ok(Some(hostile::deep_recursion() as f64)),
+        Task::ReadFile { path } => Ok(Some(capabilities::read_file(ctx, &path))),
+        Task::ListDir { path } => Ok(Some(capabilities::list_dir(ctx, &path))),
+        Task::ReadEnv { name } => Ok(Some(capabilities::read_env(ctx, name.as_deref()))),
+        Task::OpenSocket { addr } => Ok(Some(capabilities::open_socket(ctx, &addr))),
+        Task::StdoutFlood { bytes } => Ok(Some(hostile::stdout_flood(ctx, bytes))),
+        Task::LlmFlood { calls } => Ok(Some(host_calls::llm_flood(ctx, calls))),
+        Task::LlmOnce { prompt, model } => host_calls::llm_once(ctx, prompt.as_deref(), model.as_deref()),
+        Task::HostCalls { n } => Ok(Some(host_calls::debug_logs(ctx, n))),
+        Task::GarbageReward => Ok(Some(f64::NAN)),
+        Task::HugeError { bytes } => Err(Error::new("E".repeat(bytes))),
+        Task::Panic => panic!("probe: panic on purpose"),
+        Task::ClockAndRandom => host_calls::clock_and_random(ctx),
+        Task::EmitRewards => {
+            ctx.reward_named("a", 0.5);
+            ctx.reward(0.25);
+            Ok(None)
+        }
+        Task::Operation => host_calls::failing_operation(ctx),
+    }
+}
+
+agl_sdk::export_agent!(rollout);
