@@ -30,10 +30,16 @@ async fn main() -> Result<()> {
     let policy = SandboxPolicy::for_component(&component)?;
     let agent = host.load_agent(&component, policy)?;
     let (compiled, took) = agent.load_info();
-    println!("loaded {} ({compiled:?}, {:.1} ms; pooling allocator: {})", agent.name(), took.as_secs_f64() * 1e3, host.uses_pooling());
+    println!(
+        "loaded {} ({compiled:?}, {:.1} ms; pooling allocator: {})",
+        agent.name(),
+        took.as_secs_f64() * 1e3,
+        host.uses_pooling()
+    );
 
     let store = Arc::new(InMemoryLightningStore::new());
-    let resources: NamedResources = serde_json::from_str(&std::fs::read_to_string(dir.join("initial-resources.json"))?)?;
+    let resources: NamedResources =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("initial-resources.json"))?)?;
     let resources = Arc::new(store.add_resources(resources).await?);
     let llm = Arc::new(ScriptedBackend::from_file(dir.join("rules.json"))?);
     let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(100));
@@ -44,7 +50,10 @@ async fn main() -> Result<()> {
     let (mut total, mut count, mut failed) = (0.0, 0, 0);
     for line in data.lines().filter(|l| !l.trim().is_empty()) {
         let input: serde_json::Value = serde_json::from_str(line)?;
-        let request = StartRolloutRequest { rollout: EnqueueRolloutRequest::new(input).mode(Mode::Val), worker_id: None };
+        let request = StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(input).mode(Mode::Val),
+            worker_id: None,
+        };
         let rollout = store.start_rollout(request).await?;
         let outcome = agent
             .run_attempt(AttemptRequest {
@@ -56,7 +65,13 @@ async fn main() -> Result<()> {
             })
             .await;
         let update = AttemptUpdate::status(outcome.status);
-        store.update_attempt(&rollout.rollout.rollout_id, AttemptRef::Id(&rollout.attempt.attempt_id), update).await?;
+        store
+            .update_attempt(
+                &rollout.rollout.rollout_id,
+                AttemptRef::Id(&rollout.attempt.attempt_id),
+                update,
+            )
+            .await?;
         count += 1;
         match (&outcome.failure, outcome.reward) {
             (Some(reason), _) => {
@@ -65,7 +80,10 @@ async fn main() -> Result<()> {
             }
             (None, reward) => {
                 total += reward.unwrap_or(0.0);
-                println!("  {}  reward {:?}  ({} LLM call)", rollout.rollout.rollout_id, reward, outcome.llm_calls);
+                println!(
+                    "  {}  reward {:?}  ({} LLM call)",
+                    rollout.rollout.rollout_id, reward, outcome.llm_calls
+                );
             }
         }
     }
