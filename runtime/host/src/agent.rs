@@ -55,6 +55,24 @@ pub struct AttemptOutcome {
     pub trace_error: Option<String>,
 }
 
+impl AttemptOutcome {
+    /// An attempt that failed before the agent ran: nothing spent, nothing printed.
+    fn failed_to_start(reason: String, elapsed: Duration, trace_error: Option<String>) -> Self {
+        Self {
+            status: AttemptStatus::Failed,
+            failure: Some(reason),
+            reward: None,
+            llm_calls: 0,
+            llm_tokens: 0,
+            stdout: CapturedOutput::default(),
+            stderr: CapturedOutput::default(),
+            elapsed,
+            spans_dropped: 0,
+            trace_error,
+        }
+    }
+}
+
 /// A compiled and linked agent, ready to run attempts (shareable across tasks).
 pub struct AgentComponent {
     pre: AgentPre<HostState>,
@@ -168,18 +186,11 @@ impl AgentComponent {
                     .await
                     .err()
                     .map(|e| e.to_string());
-                return AttemptOutcome {
-                    status: AttemptStatus::Failed,
-                    failure: Some(format!("cannot prepare the sandbox: {e}")),
-                    reward: None,
-                    llm_calls: 0,
-                    llm_tokens: 0,
-                    stdout: CapturedOutput::default(),
-                    stderr: CapturedOutput::default(),
-                    elapsed: started.elapsed(),
-                    spans_dropped: 0,
+                return AttemptOutcome::failed_to_start(
+                    format!("cannot prepare the sandbox: {e}"),
+                    started.elapsed(),
                     trace_error,
-                };
+                );
             }
         };
         let limits = StoreLimitsBuilder::new()

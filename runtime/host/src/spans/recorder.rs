@@ -162,8 +162,8 @@ async fn background_flush(inner: std::sync::Weak<RecorderInner>, interval: Durat
         let _ = tokio::time::timeout(interval, wake.wake.notified()).await;
         let Some(inner) = inner.upgrade() else { return };
         let recorder = SpanRecorder { inner };
-        // A failed write (e.g. the attempt's rollout vanished from a remote store) is retried
-        // by nothing: the spans are counted as dropped by the next successful flush's caller.
+        // A failed write (e.g. a remote store that lost the rollout) is not retried; it shows in
+        // `dropped_spans` (one per failed batch), and the attempt's own final flush reports it.
         if recorder.flush().await.is_err() {
             recorder.inner.pending.dropped.fetch_add(1, Ordering::Relaxed);
         }
