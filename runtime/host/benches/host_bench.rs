@@ -41,6 +41,7 @@ async fn attempts(agent: &AgentComponent, task: serde_json::Value, n: usize) -> 
                 resources: None,
                 llm: llm.clone(),
                 recorder: &recorder,
+                trace_observer: None,
             })
             .await;
         assert_eq!(outcome.status, AttemptStatus::Succeeded, "{:?}", outcome.failure);

@@ -62,6 +62,7 @@ async fn main() -> Result<()> {
                 resources: Some(resources.clone()),
                 llm: llm.clone(),
                 recorder: &recorder,
+                trace_observer: None,
             })
             .await;
         let update = AttemptUpdate::status(outcome.status);

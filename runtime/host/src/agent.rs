@@ -4,7 +4,8 @@
 //! outcome. The attempt's spans are in the store when this returns.
 
 use crate::bindings::AgentPre;
-use crate::bindings::types::{Mode as WitMode, RolloutContext};
+use crate::bindings::types::RolloutContext;
+use crate::bindings::wit_mode;
 use crate::cache::Compiled;
 use crate::clocks::attempt_seed;
 use crate::imports::llm::LlmGate;
@@ -15,7 +16,7 @@ use crate::sandbox::attempt_wasi;
 use crate::spans::{SpanRecorder, names};
 use crate::state::{HostState, clip};
 use agl_llm::LlmBackend;
-use agl_store::{Attempt, AttemptStatus, Mode, ResourcesUpdate, Rollout};
+use agl_store::{Attempt, AttemptStatus, ResourcesUpdate, Rollout};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use std::sync::Arc;
@@ -33,6 +34,15 @@ pub struct AttemptRequest<'a> {
     pub resources: Option<Arc<ResourcesUpdate>>,
     pub llm: Arc<dyn LlmBackend>,
     pub recorder: &'a SpanRecorder,
+    /// Told when the attempt's trace opens and just before it closes (the runner's hooks).
+    pub trace_observer: Option<&'a dyn TraceObserver>,
+}
+
+/// Hears an attempt's trace open (before the agent runs) and close (after it returned, before
+/// the trace is written out): `on_trace_start` / `on_trace_end` of Agent-lightning's hooks.
+pub trait TraceObserver: Send + Sync {
+    fn trace_started(&self, rollout: &Rollout, attempt: &Attempt);
+    fn trace_ending(&self, rollout: &Rollout, attempt: &Attempt);
 }
 
 /// How an attempt ended.
@@ -56,6 +66,11 @@ pub struct AttemptOutcome {
 }
 
 impl AttemptOutcome {
+    /// An attempt that could not start (e.g. its resources are missing): failed with `reason`.
+    pub fn failed_before_start(reason: String) -> Self {
+        Self::failed_to_start(reason, Duration::ZERO, None)
+    }
+
     /// An attempt that failed before the agent ran: nothing spent, nothing printed.
     fn failed_to_start(reason: String, elapsed: Duration, trace_error: Option<String>) -> Self {
         Self {
@@ -81,14 +96,6 @@ pub struct AgentComponent {
     epoch_tick: Duration,
     compiled: Compiled,
     compile_time: Duration,
-}
-
-fn wit_mode(mode: Mode) -> WitMode {
-    match mode {
-        Mode::Train => WitMode::Train,
-        Mode::Val => WitMode::Val,
-        Mode::Test => WitMode::Test,
-    }
 }
 
 /// Extra time beyond the deadline before an attempt stuck in a host call is abandoned.
@@ -175,11 +182,17 @@ impl AgentComponent {
             KeyValue::new("agl.clock", if self.policy.real_clock { "real" } else { "virtual" }),
             KeyValue::new("agl.clock.start", attempt.start_time),
         ]);
+        if let Some(observer) = request.trace_observer {
+            observer.trace_started(rollout, attempt);
+        }
         let start = Duration::try_from_secs_f64(attempt.start_time).unwrap_or_default();
         let wasi = match attempt_wasi(&self.policy, start, seed) {
             Ok(wasi) => wasi,
             Err(e) => {
                 trace.set_outcome(Status::error(e.to_string()));
+                if let Some(observer) = request.trace_observer {
+                    observer.trace_ending(rollout, attempt);
+                }
                 let trace_error = request
                     .recorder
                     .finish_attempt(trace)
@@ -276,6 +289,9 @@ impl AgentComponent {
                 (AttemptStatus::Failed, Some(reason), None)
             }
         };
+        if let Some(observer) = request.trace_observer {
+            observer.trace_ending(rollout, attempt);
+        }
         let trace_error = request
             .recorder
             .finish_attempt(trace)

@@ -1,9 +1,11 @@
-//! The process's one wasmtime `Engine` for agents: component model, async calls, epoch
+//! The process's one wasmtime `Engine` for agents and algorithms: component model, async calls, epoch
 //! interruption driven by a ticker thread, the pooling allocator (falling back to on-demand
 //! allocation when the address-space reservation fails), optional fuel, and the compile cache.
 //! Loading a component compiles it once and links it once (`InstancePre`).
 
 use crate::agent::AgentComponent;
+use crate::algorithm::bindings::AlgorithmPre;
+use crate::algorithm::{AlgorithmComponent, AlgorithmState};
 use crate::bindings::AgentPre;
 use crate::cache::{Compiled, ComponentCache, default_cache_dir};
 use crate::error::HostError;
@@ -52,6 +54,7 @@ impl Default for EngineOptions {
 pub struct WasmHost {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
+    algorithm_linker: Arc<Linker<AlgorithmState>>,
     options: EngineOptions,
     pooling: bool,
     cache: Option<ComponentCache>,
@@ -122,10 +125,15 @@ impl WasmHost {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
         crate::bindings::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(e.to_string()))?;
+        let mut algorithm_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut algorithm_linker).map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::algorithm::bindings::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
+            .map_err(|e| HostError::Engine(e.to_string()))?;
         let cache = options.cache_dir.clone().map(ComponentCache::new);
         Ok(Self {
             engine,
             linker: Arc::new(linker),
+            algorithm_linker: Arc::new(algorithm_linker),
             options,
             pooling,
             cache,
@@ -148,14 +156,8 @@ impl WasmHost {
     /// Compiles (or loads from the cache) and links an agent component from a file; its
     /// policy is `policy`, typically `SandboxPolicy::for_component(path)` plus CLI overrides.
     pub fn load_agent(&self, path: &Path, policy: SandboxPolicy) -> Result<AgentComponent, HostError> {
-        let bytes = std::fs::read(path).map_err(|e| HostError::Read {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
-        let name = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        self.load_agent_bytes(&bytes, &name, policy)
+        let bytes = read_component(path)?;
+        self.load_agent_bytes(&bytes, &component_name(path), policy)
     }
 
     /// Like [`Self::load_agent`] for component bytes already in memory.
@@ -165,6 +167,63 @@ impl WasmHost {
         name: &str,
         policy: SandboxPolicy,
     ) -> Result<AgentComponent, HostError> {
+        let (component, compiled, compile_time) = self.prepare(bytes, name, &policy)?;
+        let wrong_world = |e: wasmtime::Error| HostError::WrongWorld {
+            name: name.to_owned(),
+            world: "agent",
+            message: format!("{e:#}"),
+        };
+        let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
+        let pre = AgentPre::new(pre).map_err(wrong_world)?;
+        Ok(AgentComponent::new(
+            pre,
+            name.to_owned(),
+            policy,
+            self.options.epoch_tick,
+            compiled,
+            compile_time,
+        ))
+    }
+
+    /// Compiles (or loads from the cache) and links an algorithm component from a file; its
+    /// policy is typically `SandboxPolicy::for_algorithm(path)` plus CLI overrides.
+    pub fn load_algorithm(&self, path: &Path, policy: SandboxPolicy) -> Result<AlgorithmComponent, HostError> {
+        let bytes = read_component(path)?;
+        self.load_algorithm_bytes(&bytes, &component_name(path), policy)
+    }
+
+    /// Like [`Self::load_algorithm`] for component bytes already in memory.
+    pub fn load_algorithm_bytes(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        policy: SandboxPolicy,
+    ) -> Result<AlgorithmComponent, HostError> {
+        let (component, compiled, compile_time) = self.prepare(bytes, name, &policy)?;
+        let wrong_world = |e: wasmtime::Error| HostError::WrongWorld {
+            name: name.to_owned(),
+            world: "algorithm",
+            message: format!("{e:#}"),
+        };
+        let pre = self.algorithm_linker.instantiate_pre(&component).map_err(wrong_world)?;
+        let pre = AlgorithmPre::new(pre).map_err(wrong_world)?;
+        Ok(AlgorithmComponent::new(
+            pre,
+            name.to_owned(),
+            policy,
+            self.options.epoch_tick,
+            compiled,
+            compile_time,
+        ))
+    }
+
+    /// Checks a policy against the engine's limits and compiles (or loads) the component.
+    fn prepare(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        policy: &SandboxPolicy,
+    ) -> Result<(Component, Compiled, Duration), HostError> {
         if policy.memory_bytes > self.options.max_memory_bytes {
             return Err(HostError::Engine(format!(
                 "{name}: its policy allows {} MiB of memory but the engine's limit is {} MiB",
@@ -179,26 +238,7 @@ impl WasmHost {
         }
         let started = Instant::now();
         let (component, compiled) = self.compile(bytes, name)?;
-        let compile_time = started.elapsed();
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| HostError::WrongWorld {
-                name: name.to_owned(),
-                message: format!("{e:#}"),
-            })?;
-        let pre = AgentPre::new(pre).map_err(|e| HostError::WrongWorld {
-            name: name.to_owned(),
-            message: format!("{e:#}"),
-        })?;
-        Ok(AgentComponent::new(
-            pre,
-            name.to_owned(),
-            policy,
-            self.options.epoch_tick,
-            compiled,
-            compile_time,
-        ))
+        Ok((component, compiled, started.elapsed()))
     }
 
     fn compile(&self, bytes: &[u8], name: &str) -> Result<(Component, Compiled), HostError> {
@@ -213,4 +253,16 @@ impl WasmHost {
                 .map_err(compile_error),
         }
     }
+}
+
+fn read_component(path: &Path) -> Result<Vec<u8>, HostError> {
+    std::fs::read(path).map_err(|e| HostError::Read {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn component_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }

@@ -10,9 +10,13 @@ pub enum HostError {
     #[error("{name} is not a valid WebAssembly component: {message}")]
     Compile { name: String, message: String },
     #[error(
-        "{name} does not implement the agl:agent/agent world (an agent must export `rollout` and may only import agl:agent and WASI interfaces): {message}"
+        "{name} does not implement the agl:agent/{world} world (it must export what the world exports and may only import agl:agent and WASI interfaces): {message}"
     )]
-    WrongWorld { name: String, message: String },
+    WrongWorld {
+        name: String,
+        world: &'static str,
+        message: String,
+    },
     #[error("cannot set up the wasmtime engine: {0}")]
     Engine(String),
 }

@@ -5,11 +5,14 @@
 //! - [`SandboxPolicy`] says what an agent may do; deny by default.
 //! - [`AgentComponent::run_attempt`] runs one attempt in a fresh instance; every host call
 //!   becomes a span that [`SpanRecorder`] writes into the LightningStore.
+//! - [`AlgorithmComponent::run`] runs an algorithm component, which drives the store, reads
+//!   spans through the adapter and reports progress to an [`AlgorithmObserver`].
 //!
 //! This crate knows the store trait and the LLM backend trait; it knows nothing of HTTP servers
 //! or the command line.
 
 mod agent;
+pub mod algorithm;
 pub mod bindings;
 pub mod cache;
 mod clocks;
@@ -23,7 +26,10 @@ mod sandbox;
 pub mod spans;
 mod state;
 
-pub use agent::{AgentComponent, AttemptOutcome, AttemptRequest};
+pub use agent::{AgentComponent, AttemptOutcome, AttemptRequest, TraceObserver};
+pub use algorithm::{
+    AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest, BestResult, LogLevel, RecordingObserver,
+};
 pub use cache::{Compiled, ComponentCache};
 pub use clocks::{VIRTUAL_TICK, attempt_seed};
 pub use engine::{EngineOptions, WasmHost};

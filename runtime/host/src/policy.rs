@@ -16,6 +16,11 @@ pub const DEFAULT_OUTPUT_CAPTURE_BYTES: usize = 64 << 10;
 pub const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_LLM_MAX_CALLS: u32 = 100;
 pub const DEFAULT_LLM_MAX_TOKENS: u64 = 1_000_000;
+/// An algorithm runs the whole optimisation: its limits are per run, not per rollout.
+pub const ALGORITHM_DEADLINE: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const ALGORITHM_MEMORY_BYTES: u64 = 1 << 30;
+pub const ALGORITHM_LLM_MAX_CALLS: u32 = 100_000;
+pub const ALGORITHM_LLM_MAX_TOKENS: u64 = 1_000_000_000;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum PolicyError {
@@ -150,19 +155,45 @@ impl SandboxPolicy {
 
     /// Defaults, then the manifest beside `component` if there is one.
     pub fn for_component(component: &Path) -> Result<Self, PolicyError> {
-        let manifest = Self::manifest_path(component);
         let mut policy = Self::default();
-        if manifest.is_file() {
-            let text = std::fs::read_to_string(&manifest).map_err(|e| PolicyError::ManifestUnreadable {
-                path: manifest.clone(),
-                message: e.to_string(),
-            })?;
-            policy.apply_manifest(&text).map_err(|e| PolicyError::ManifestInvalid {
-                path: manifest.clone(),
-                message: e.to_string(),
-            })?;
-        }
+        policy.apply_manifest_beside(component)?;
         Ok(policy)
+    }
+
+    /// Applies the manifest beside `component`, if it has one.
+    fn apply_manifest_beside(&mut self, component: &Path) -> Result<(), PolicyError> {
+        let manifest = Self::manifest_path(component);
+        if !manifest.is_file() {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&manifest).map_err(|e| PolicyError::ManifestUnreadable {
+            path: manifest.clone(),
+            message: e.to_string(),
+        })?;
+        self.apply_manifest(&text).map_err(|e| PolicyError::ManifestInvalid {
+            path: manifest,
+            message: e.to_string(),
+        })
+    }
+
+    /// An algorithm's defaults (a week, 1 GiB, 100k LLM calls per run), then its manifest.
+    pub fn for_algorithm(component: &Path) -> Result<Self, PolicyError> {
+        let mut policy = Self::algorithm_defaults();
+        policy.apply_manifest_beside(component)?;
+        Ok(policy)
+    }
+
+    /// The limits an algorithm starts from before its manifest and flags.
+    pub fn algorithm_defaults() -> Self {
+        Self {
+            memory_bytes: ALGORITHM_MEMORY_BYTES,
+            deadline: ALGORITHM_DEADLINE,
+            llm_budget: LlmBudget {
+                max_calls: ALGORITHM_LLM_MAX_CALLS,
+                max_tokens: ALGORITHM_LLM_MAX_TOKENS,
+            },
+            ..Self::default()
+        }
     }
 
     /// Applies a manifest's settings on top of this policy.

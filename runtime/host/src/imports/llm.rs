@@ -35,6 +35,24 @@ impl LlmGate {
         }
     }
 
+    /// Admits, sends and accounts one chat request: model check, budget, the call under its own
+    /// timeout, token usage. Spans are the caller's business.
+    pub(crate) async fn call(&mut self, request: &wit::ChatRequest) -> Result<ChatResponse, wit::LlmError> {
+        let model = self.admit(request.model.as_deref())?;
+        let backend_request = to_backend_request(request, model)?;
+        self.calls += 1;
+        let call = self.backend.chat(&backend_request);
+        match tokio::time::timeout(self.timeout, call).await {
+            Err(_) => Err(wit::LlmError::Timeout),
+            Ok(Err(e)) => Err(to_guest_error(e)),
+            Ok(Ok(response)) => {
+                let usage = u64::from(response.usage.input_tokens) + u64::from(response.usage.output_tokens);
+                self.tokens = self.tokens.saturating_add(usage);
+                Ok(response)
+            }
+        }
+    }
+
     /// The model this request will use, if the policy lets the agent use it.
     fn admit(&self, requested: Option<&str>) -> Result<String, wit::LlmError> {
         let default = self.backend.default_model();
@@ -114,7 +132,7 @@ fn to_backend_request(request: &wit::ChatRequest, model: String) -> Result<ChatR
     })
 }
 
-fn to_guest_response(response: ChatResponse) -> wit::ChatResponse {
+pub(crate) fn to_guest_response(response: ChatResponse) -> wit::ChatResponse {
     wit::ChatResponse {
         content: response.content,
         tool_calls: response
@@ -143,7 +161,7 @@ fn to_guest_error(error: LlmError) -> wit::LlmError {
     }
 }
 
-fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
+pub(crate) fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
     match error {
         wit::LlmError::ModelNotAllowed(m) => ("model-not-allowed", format!("model '{m}' is not allowed")),
         wit::LlmError::BudgetExceeded(m) => ("budget-exceeded", format!("LLM budget exceeded ({m})")),
@@ -219,26 +237,7 @@ impl Host for HostState {
             self.trace
                 .start(names::LLM, SpanKind::Client, request_attributes(&request, model))
         });
-        let outcome = match self.llm.admit(requested_model.as_deref()) {
-            Err(e) => Err(e),
-            Ok(model) => match to_backend_request(&request, model) {
-                Err(e) => Err(e),
-                Ok(backend_request) => {
-                    self.llm.calls += 1;
-                    let call = self.llm.backend.chat(&backend_request);
-                    match tokio::time::timeout(self.llm.timeout, call).await {
-                        Err(_) => Err(wit::LlmError::Timeout),
-                        Ok(Err(e)) => Err(to_guest_error(e)),
-                        Ok(Ok(response)) => {
-                            let usage =
-                                u64::from(response.usage.input_tokens) + u64::from(response.usage.output_tokens);
-                            self.llm.tokens = self.llm.tokens.saturating_add(usage);
-                            Ok(response)
-                        }
-                    }
-                }
-            },
-        };
+        let outcome = self.llm.call(&request).await;
         let budget = [
             KeyValue::new("agl.llm.calls_used", i64::from(self.llm.calls)),
             KeyValue::new(

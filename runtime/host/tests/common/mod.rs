@@ -132,6 +132,7 @@ pub async fn run_in(
         resources: update,
         llm,
         recorder: &recorder,
+        trace_observer: None,
     };
     let outcome = agent.run_attempt(request).await;
     assert_eq!(outcome.trace_error, None, "spans reach the store");
@@ -157,6 +158,7 @@ pub async fn rerun(previous: &Ran, agent: &AgentComponent, llm: Arc<dyn LlmBacke
         resources: None,
         llm,
         recorder: &recorder,
+        trace_observer: None,
     };
     let outcome = agent.run_attempt(request).await;
     let query =

@@ -1,0 +1,31 @@
+//! Adapters: a rollout attempt's spans turned into what learning algorithms need, so that no
+//! algorithm re-parses spans — Agent-lightning's adapter idea (`TracerTraceToTriplet`,
+//! `TraceToMessages`, `find_final_reward`), for the spans agl-host records and for those of
+//! OpenTelemetry GenAI instrumentation (OpenLLMetry / AgentOps) that Agent-lightning agents emit.
+//!
+//! - [`triplets`]: one (prompt, response, reward) [`Triplet`] per LLM call, the attempt's final
+//!   reward on the last one;
+//! - [`messages`]: per LLM call, the prompt followed by the assistant's answer;
+//! - [`final_reward`]: the primary reward of the last span that carries one;
+//! - [`rewards`]: every named reward, in order;
+//! - [`conventions`]: the span names and attribute keys all this reads.
+//!
+//! Every function takes one attempt's spans as `&[Span]` or `&[Arc<Span>]` (anything that
+//! borrows as a [`Span`]). Malformed attributes never panic: they are skipped or defaulted as
+//! each module documents.
+
+pub mod conventions;
+
+mod attrs;
+mod llm;
+mod model;
+mod reward;
+mod triplet;
+
+#[cfg(test)]
+mod tests;
+
+pub use agl_store::Span;
+pub use model::{Message, ToolCall, Triplet, Usage};
+pub use reward::{final_reward, rewards};
+pub use triplet::{messages, triplets};

@@ -1,0 +1,129 @@
+//! The run's inputs, read and checked before anything starts: datasets (JSONL, one task per
+//! line, errors name the file and line), the initial resources, the algorithm's configuration,
+//! and the components (a `.wasm`, or a guest crate directory built for wasm32-wasip2 first).
+
+use agl_store::NamedResources;
+use std::path::{Path, PathBuf};
+
+/// An input problem: exit code 2, one clear line.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn read(path: &Path, what: &str) -> Result<String, InputError> {
+    std::fs::read_to_string(path).map_err(|e| InputError(format!("cannot read {what} {}: {e}", path.display())))
+}
+
+/// The tasks of a JSONL file, each as compact JSON text. Blank lines are skipped.
+pub fn read_dataset(path: &Path) -> Result<Vec<String>, InputError> {
+    let text = read(path, "dataset")?;
+    let mut tasks = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| InputError(format!("{}:{}: not a JSON value: {e}", path.display(), index + 1)))?;
+        tasks.push(value.to_string());
+    }
+    Ok(tasks)
+}
+
+pub fn read_resources(path: &Path) -> Result<NamedResources, InputError> {
+    let text = read(path, "resources")?;
+    serde_json::from_str(&text).map_err(|e| {
+        InputError(format!(
+            "{}: not valid resources (a JSON object of name -> {{\"resource_type\": \"prompt_template\" | \"llm\" | \"proxy_llm\", ...}}): {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The algorithm's configuration: must be a JSON object; `{}` when no file is given.
+pub fn read_algorithm_config(path: Option<&Path>) -> Result<String, InputError> {
+    let Some(path) = path else {
+        return Ok("{}".to_owned());
+    };
+    let text = read(path, "algorithm config")?;
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value.to_string()),
+        Ok(_) => Err(InputError(format!(
+            "{}: the algorithm config must be a JSON object",
+            path.display()
+        ))),
+        Err(e) => Err(InputError(format!("{}: not valid JSON: {e}", path.display()))),
+    }
+}
+
+/// A component file: the path itself when it is a file, or the component built from the guest
+/// crate at that directory.
+pub fn resolve_component(path: &Path, role: &str) -> Result<PathBuf, InputError> {
+    if path.is_file() {
+        return Ok(path.to_owned());
+    }
+    if path.join("Cargo.toml").is_file() {
+        eprintln!("building the {role} {} for wasm32-wasip2 ...", path.display());
+        return agl_guest_build::build(path)
+            .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", path.display())));
+    }
+    if path.exists() {
+        Err(InputError(format!(
+            "{role} {}: expected a .wasm component or a guest crate directory (with Cargo.toml)",
+            path.display()
+        )))
+    } else {
+        Err(InputError(format!(
+            "{role} {}: no such file or directory",
+            path.display()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_file(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("agl-cli-inputs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    #[test]
+    fn a_dataset_skips_blank_lines_and_names_a_bad_line() {
+        let good = temp_file("good.jsonl", "{\"a\": 1}\n\n  \n[2]\n");
+        assert_eq!(read_dataset(&good).expect("reads"), ["{\"a\":1}", "[2]"]);
+        let bad = temp_file("bad.jsonl", "{\"a\": 1}\n{oops\n");
+        let error = read_dataset(&bad).unwrap_err().0;
+        assert!(error.contains("bad.jsonl:2: not a JSON value"), "{error}");
+    }
+
+    #[test]
+    fn the_algorithm_config_must_be_an_object() {
+        assert_eq!(read_algorithm_config(None).expect("default"), "{}");
+        let list = temp_file("list.json", "[1]");
+        assert!(
+            read_algorithm_config(Some(&list))
+                .unwrap_err()
+                .0
+                .contains("JSON object")
+        );
+    }
+
+    #[test]
+    fn a_missing_component_says_so() {
+        let error = resolve_component(Path::new("/no/such/agent.wasm"), "agent")
+            .unwrap_err()
+            .0;
+        assert_eq!(error, "agent /no/such/agent.wasm: no such file or directory");
+    }
+}

@@ -1,0 +1,75 @@
+//! The `agl-host` binary: parses the command line and runs the command; turns errors into one
+//! clear line and an exit code (2 for bad input, 1 otherwise). Wiring only: the work is in the
+//! runtime crates.
+
+mod args;
+mod inputs;
+mod llm;
+mod progress;
+mod results;
+mod run;
+mod sandbox;
+
+use args::{Cli, Command};
+use clap::Parser;
+use inputs::InputError;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The baseline plugin's guest crate, relative to the repository `agl-host` was built from.
+const BASELINE_CRATE: &str = "plugins/baseline";
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// `dev`'s default algorithm: the baseline plugin from the source tree (built when needed).
+fn baseline_plugin() -> PathBuf {
+    agl_guest_build::repo_root().join(BASELINE_CRATE)
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args.common, &args.algo, cli.verbose).await,
+        Command::Dev(args) => {
+            let algo = args.algo.unwrap_or_else(baseline_plugin);
+            run::run(args.common, &algo, cli.verbose).await
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("agl-host: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("agl-host: {error:#}");
+            if error.downcast_ref::<InputError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

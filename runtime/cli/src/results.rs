@@ -1,0 +1,162 @@
+//! The results of a run: the JSON file (`--output`) and the summary printed at the end.
+
+use agl_runner::{FitReport, FitStatus, RunReport, SplitReport};
+use agl_store::{NamedResources, Resource};
+use agl_wasm::BestResult;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Debug, Serialize)]
+pub struct Best {
+    pub score: f64,
+    pub resources_id: Option<String>,
+    /// The resources of that version (API keys removed).
+    pub resources: Option<NamedResources>,
+    /// What the algorithm said about it (e.g. the prompt).
+    pub detail: serde_json::Value,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Attempts {
+    pub succeeded: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Results {
+    /// `completed`, `algorithm_failed` or `interrupted`.
+    pub status: &'static str,
+    /// Why the algorithm failed, when it did.
+    pub failure: Option<String>,
+    pub agent: String,
+    pub algorithm: String,
+    pub best: Option<Best>,
+    pub splits: BTreeMap<String, SplitReport>,
+    pub total: SplitReport,
+    pub attempts: Attempts,
+    /// The algorithm's own summary.
+    pub algorithm_summary: Option<serde_json::Value>,
+    pub algorithm_llm_calls: u32,
+    pub algorithm_llm_tokens: u64,
+    pub runners: u16,
+    pub elapsed_seconds: f64,
+    pub rollouts_per_second: f64,
+    /// Whether running attempts had to be abandoned at the end.
+    pub forced_stop: bool,
+}
+
+/// Resources as the results file shows them: without API keys.
+pub fn without_keys(mut resources: NamedResources) -> NamedResources {
+    for resource in resources.values_mut() {
+        if let Resource::Llm(llm) | Resource::ProxyLlm(llm) = resource {
+            llm.api_key = None;
+        }
+    }
+    resources
+}
+
+pub struct ResultsInput {
+    pub agent: String,
+    pub algorithm: String,
+    pub fit: FitReport,
+    pub report: RunReport,
+    pub best: Option<BestResult>,
+    pub best_resources: Option<NamedResources>,
+    pub runners: u16,
+}
+
+impl Results {
+    pub fn new(input: ResultsInput) -> Self {
+        let ResultsInput {
+            agent,
+            algorithm,
+            fit,
+            report,
+            best,
+            best_resources,
+            runners,
+        } = input;
+        let (status, failure) = match &fit.status {
+            FitStatus::Completed => ("completed", None),
+            FitStatus::AlgorithmFailed(reason) => ("algorithm_failed", Some(reason.clone())),
+            FitStatus::Interrupted => ("interrupted", None),
+        };
+        let elapsed = fit.elapsed.as_secs_f64();
+        let finished = report.total.succeeded + report.total.failed + report.total.cancelled;
+        let outcome = fit.algorithm.as_ref();
+        Self {
+            status,
+            failure,
+            agent,
+            algorithm,
+            best: best.map(|b| Best {
+                score: b.score,
+                resources_id: b.resources_id,
+                resources: best_resources.map(without_keys),
+                detail: b.detail,
+            }),
+            rollouts_per_second: if elapsed > 0.0 { finished as f64 / elapsed } else { 0.0 },
+            splits: report.splits,
+            total: report.total,
+            attempts: Attempts {
+                succeeded: fit.attempts_succeeded,
+                failed: fit.attempts_failed,
+            },
+            algorithm_summary: outcome.and_then(|o| o.result.as_ref().ok().cloned()),
+            algorithm_llm_calls: outcome.map_or(0, |o| o.llm_calls),
+            algorithm_llm_tokens: outcome.map_or(0, |o| o.llm_tokens),
+            runners,
+            elapsed_seconds: elapsed,
+            forced_stop: fit.forced,
+        }
+    }
+
+    /// The readable summary printed at the end of a run.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let headline = match self.status {
+            "completed" => "completed".to_owned(),
+            "interrupted" => "interrupted (partial results)".to_owned(),
+            _ => format!(
+                "algorithm failed: {}",
+                self.failure.as_deref().unwrap_or("unknown reason")
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "{headline} in {:.2} s — {} rollouts, {:.0} rollouts/s, {} runner(s)",
+            self.elapsed_seconds, self.total.rollouts, self.rollouts_per_second, self.runners
+        );
+        let _ = writeln!(out, "  agent {}   algorithm {}", self.agent, self.algorithm);
+        let _ = writeln!(
+            out,
+            "  {:<6} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12}",
+            "split", "rollouts", "succeeded", "failed", "cancelled", "retried", "mean reward"
+        );
+        let rows = self.splits.iter().map(|(name, r)| (name.as_str(), r));
+        for (name, r) in rows.chain(std::iter::once(("all", &self.total))) {
+            let _ = writeln!(
+                out,
+                "  {:<6} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12.4}",
+                name, r.rollouts, r.succeeded, r.failed, r.cancelled, r.retried, r.mean_reward
+            );
+        }
+        if let Some(best) = &self.best {
+            let _ = writeln!(
+                out,
+                "  best score {:.4} with resources {}",
+                best.score,
+                best.resources_id.as_deref().unwrap_or("(none)")
+            );
+            if let Some(resources) = &best.resources {
+                for (name, resource) in resources {
+                    if let Resource::PromptTemplate(t) = resource {
+                        let _ = writeln!(out, "    {name}: {}", t.template.replace('\n', "\n      "));
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,182 @@
+//! Algorithm components: a loaded `algorithm` world (an `InstancePre`) and one run of it. The
+//! algorithm drives the store through host imports while runners execute rollouts elsewhere;
+//! its limits (memory, deadline, LLM budget) are per run. Its stdout/stderr are captured and its
+//! log, status and best result go to an [`AlgorithmObserver`].
+
+mod adapter_import;
+pub mod bindings;
+mod convert;
+mod host_imports;
+pub mod observer;
+mod state;
+mod store_import;
+
+pub use convert::{ATTEMPT_FAILURE_KEY, attempt_failure};
+pub use observer::{AlgorithmObserver, BestResult, LogLevel, Recorded, RecordingObserver};
+pub(crate) use state::AlgorithmState;
+
+use crate::cache::Compiled;
+use crate::imports::llm::LlmGate;
+use crate::output::CapturedOutput;
+use crate::policy::SandboxPolicy;
+use crate::sandbox::attempt_wasi;
+use crate::state::clip;
+use agl_llm::LlmBackend;
+use agl_store::LightningStore;
+use bindings::{AlgorithmPre, Datasets};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use wasmtime::{Store, StoreLimitsBuilder, Trap};
+
+/// Everything one run of an algorithm needs besides the component.
+pub struct AlgorithmRequest {
+    pub store: Arc<dyn LightningStore>,
+    pub llm: Arc<dyn LlmBackend>,
+    pub observer: Arc<dyn AlgorithmObserver>,
+    /// The user's configuration, JSON text (`{}` when none).
+    pub config_json: String,
+    /// One JSON text per task.
+    pub train: Vec<String>,
+    pub val: Vec<String>,
+    /// Seeds the algorithm's random source (its own `seed` config may override its choices).
+    pub seed: u64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlgorithmOutcome {
+    /// The algorithm's summary (JSON; a string when it returned text that is not JSON), or why it
+    /// failed: its own error, a trap, the deadline.
+    pub result: Result<serde_json::Value, String>,
+    pub llm_calls: u32,
+    pub llm_tokens: u64,
+    pub stdout: CapturedOutput,
+    pub stderr: CapturedOutput,
+    pub elapsed: Duration,
+}
+
+/// A compiled and linked algorithm, ready to run.
+pub struct AlgorithmComponent {
+    pre: AlgorithmPre<AlgorithmState>,
+    name: String,
+    policy: SandboxPolicy,
+    epoch_tick: Duration,
+    compiled: Compiled,
+    compile_time: Duration,
+}
+
+fn describe_trap(error: &wasmtime::Error, policy: &SandboxPolicy) -> String {
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.deadline),
+        Some(Trap::UnreachableCodeReached) => "the algorithm panicked (wasm `unreachable` executed)".to_owned(),
+        Some(trap) => format!("trap: {trap}"),
+        None => {
+            let text = format!("{error:#}");
+            if text.contains("forcing trap when growing memory") {
+                format!("memory limit of {} MiB exceeded", policy.memory_bytes >> 20)
+            } else {
+                format!("trap: {}", text.lines().next().unwrap_or_default())
+            }
+        }
+    }
+}
+
+impl AlgorithmComponent {
+    pub(crate) fn new(
+        pre: AlgorithmPre<AlgorithmState>,
+        name: String,
+        policy: SandboxPolicy,
+        epoch_tick: Duration,
+        compiled: Compiled,
+        compile_time: Duration,
+    ) -> Self {
+        Self {
+            pre,
+            name,
+            policy,
+            epoch_tick,
+            compiled,
+            compile_time,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// Whether the compiled code came from the cache, and how long loading took.
+    pub fn load_info(&self) -> (Compiled, Duration) {
+        (self.compiled, self.compile_time)
+    }
+
+    /// Runs the algorithm to its end in a fresh instance. Dropping the future aborts the run.
+    pub async fn run(&self, request: AlgorithmRequest) -> AlgorithmOutcome {
+        let started = Instant::now();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let wasi = match attempt_wasi(&self.policy, now, request.seed) {
+            Ok(wasi) => wasi,
+            Err(e) => {
+                return AlgorithmOutcome {
+                    result: Err(format!("cannot prepare the sandbox: {e}")),
+                    llm_calls: 0,
+                    llm_tokens: 0,
+                    stdout: CapturedOutput::default(),
+                    stderr: CapturedOutput::default(),
+                    elapsed: started.elapsed(),
+                };
+            }
+        };
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(usize::try_from(self.policy.memory_bytes).unwrap_or(usize::MAX))
+            .trap_on_grow_failure(true)
+            .build();
+        let llm = LlmGate::new(request.llm, &self.policy);
+        let state = AlgorithmState::new(wasi.ctx, limits, request.store, llm, request.observer);
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(|state| &mut state.limits);
+        let ticks = self
+            .policy
+            .deadline
+            .as_nanos()
+            .div_ceil(self.epoch_tick.as_nanos().max(1));
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX).max(1));
+        store.epoch_deadline_trap();
+        let data = Datasets {
+            train: request.train,
+            val: request.val,
+        };
+        let call = async {
+            let algorithm = self.pre.instantiate_async(&mut store).await?;
+            algorithm.call_run(&mut store, &request.config_json, &data).await
+        };
+        let limit = self.policy.deadline + self.policy.llm_timeout;
+        let result = match tokio::time::timeout(limit, call).await {
+            Err(_) => Err(format!(
+                "deadline of {:?} exceeded while the algorithm waited in a host call",
+                self.policy.deadline
+            )),
+            Ok(Err(trap)) => {
+                let reason = describe_trap(&trap, &self.policy);
+                match wasi.stderr.peek().text.lines().rev().find(|l| !l.trim().is_empty()) {
+                    Some(last) => Err(format!("{reason}; last stderr line: {}", clip(last, 512))),
+                    None => Err(reason),
+                }
+            }
+            Ok(Ok(Err(reason))) => Err(clip(&reason, 4 << 10)),
+            Ok(Ok(Ok(summary))) => Ok(serde_json::from_str(&summary).unwrap_or(serde_json::Value::String(summary))),
+        };
+        let state = store.into_data();
+        AlgorithmOutcome {
+            result,
+            llm_calls: state.llm.calls,
+            llm_tokens: state.llm.tokens,
+            stdout: wasi.stdout.take(),
+            stderr: wasi.stderr.take(),
+            elapsed: started.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! What an algorithm run's `Store` holds: its WASI context and limits, the LightningStore it
+//! drives, its LLM gate, the observer that hears its progress, and its open operation spans.
+
+use super::observer::AlgorithmObserver;
+use crate::imports::llm::LlmGate;
+use agl_store::LightningStore;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use wasmtime::StoreLimits;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+pub struct AlgorithmState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limits: StoreLimits,
+    pub(crate) store: Arc<dyn LightningStore>,
+    pub(crate) llm: LlmGate,
+    pub(crate) observer: Arc<dyn AlgorithmObserver>,
+    /// Open `trace.start-operation` handles: name and start.
+    pub(crate) operations: FxHashMap<u64, (String, Instant)>,
+    pub(crate) next_operation: u64,
+}
+
+impl AlgorithmState {
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        limits: StoreLimits,
+        store: Arc<dyn LightningStore>,
+        llm: LlmGate,
+        observer: Arc<dyn AlgorithmObserver>,
+    ) -> Self {
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            store,
+            llm,
+            observer,
+            operations: FxHashMap::default(),
+            next_operation: 1,
+        }
+    }
+}
+
+impl WasiView for AlgorithmState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The shared-memory execution strategy: publish the initial resources, start N runners on the
+//! store, run the algorithm component on this task, and when it ends let the runners drain (finish
+//! what they run, take nothing new) and stop. A graceful stop aborts the algorithm and gives the
+//! runners `grace` to finish; a forced stop (or the grace running out) abandons running attempts.
+//! An agent can only fail its own attempt; a panicking runner task is logged, not propagated.
+
+use crate::hooks::Hook;
+use crate::runner::{Runner, RunnerOptions};
+use crate::shutdown::Shutdown;
+use agl_llm::LlmBackend;
+use agl_store::{LightningStore, NamedResources, StoreError};
+use agl_wasm::{
+    AgentComponent, AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest, SpanRecorder,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use tokio::task::JoinSet;
+
+/// How the trainer runs.
+#[derive(Clone)]
+pub struct TrainerOptions {
+    /// Runners in this process (≥ 1).
+    pub runners: usize,
+    /// After a graceful stop, how long running attempts may take before they are abandoned.
+    pub grace: Duration,
+    pub runner: RunnerOptions,
+    /// How often buffered spans are flushed to the store.
+    pub span_flush_interval: Duration,
+    pub hooks: Arc<[Arc<dyn Hook>]>,
+}
+
+impl Default for TrainerOptions {
+    fn default() -> Self {
+        Self {
+            runners: 1,
+            grace: Duration::from_secs(10),
+            runner: RunnerOptions::default(),
+            span_flush_interval: Duration::from_millis(100),
+            hooks: Arc::new([]),
+        }
+    }
+}
+
+/// One training run's inputs.
+pub struct FitRequest {
+    /// The algorithm's configuration, JSON text.
+    pub config_json: String,
+    pub train: Vec<String>,
+    pub val: Vec<String>,
+    pub seed: u64,
+    /// Published as the first resources version before anything runs.
+    pub initial_resources: Option<NamedResources>,
+}
+
+#[derive(Debug, Error)]
+pub enum TrainerError {
+    #[error("cannot publish the initial resources: {0}")]
+    InitialResources(StoreError),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FitStatus {
+    /// The algorithm returned its summary.
+    Completed,
+    /// The algorithm failed (its error, a trap, its deadline).
+    AlgorithmFailed(String),
+    /// Stopped by the user before the algorithm finished.
+    Interrupted,
+}
+
+#[derive(Debug)]
+pub struct FitReport {
+    pub status: FitStatus,
+    /// The algorithm's outcome, unless the run was interrupted first.
+    pub algorithm: Option<AlgorithmOutcome>,
+    /// Attempts the runners finished, by outcome.
+    pub attempts_succeeded: u64,
+    pub attempts_failed: u64,
+    /// Whether running attempts had to be abandoned.
+    pub forced: bool,
+    pub elapsed: Duration,
+}
+
+pub struct Trainer {
+    store: Arc<dyn LightningStore>,
+    agent: Arc<AgentComponent>,
+    algorithm: Arc<AlgorithmComponent>,
+    llm: Arc<dyn LlmBackend>,
+    observer: Arc<dyn AlgorithmObserver>,
+    options: TrainerOptions,
+}
+
+impl Trainer {
+    pub fn new(
+        store: Arc<dyn LightningStore>,
+        agent: Arc<AgentComponent>,
+        algorithm: Arc<AlgorithmComponent>,
+        llm: Arc<dyn LlmBackend>,
+        observer: Arc<dyn AlgorithmObserver>,
+        options: TrainerOptions,
+    ) -> Self {
+        Self {
+            store,
+            agent,
+            algorithm,
+            llm,
+            observer,
+            options,
+        }
+    }
+
+    /// Runs the algorithm with the runners until it ends or `shutdown` stops the run.
+    pub async fn fit(&self, request: FitRequest, shutdown: &Shutdown) -> Result<FitReport, TrainerError> {
+        let started = Instant::now();
+        if let Some(resources) = request.initial_resources {
+            self.store
+                .add_resources(resources)
+                .await
+                .map_err(TrainerError::InitialResources)?;
+        }
+        let recorder = Arc::new(SpanRecorder::new(self.store.clone(), self.options.span_flush_interval));
+        let runner_stop = shutdown.child();
+        let mut runners = JoinSet::new();
+        let mut counters = Vec::new();
+        for index in 0..self.options.runners.max(1) {
+            let runner = Runner::new(
+                format!("runner-{index}"),
+                self.store.clone(),
+                self.agent.clone(),
+                self.llm.clone(),
+                recorder.clone(),
+            )
+            .with_hooks(self.options.hooks.clone())
+            .with_options(self.options.runner.clone());
+            counters.push(runner.counters());
+            let stop = runner_stop.clone();
+            runners.spawn(async move { runner.run(&stop).await });
+        }
+
+        let algorithm_run = self.algorithm.run(AlgorithmRequest {
+            store: self.store.clone(),
+            llm: self.llm.clone(),
+            observer: self.observer.clone(),
+            config_json: request.config_json,
+            train: request.train,
+            val: request.val,
+            seed: request.seed,
+        });
+        let algorithm = tokio::select! {
+            outcome = algorithm_run => Some(outcome),
+            _ = shutdown.stopping() => None,
+        };
+        let interrupted = algorithm.is_none();
+        runner_stop.stop();
+        let forced = self
+            .wait_for_runners(&mut runners, &runner_stop, shutdown, interrupted)
+            .await;
+        if let Err(e) = recorder.flush().await {
+            tracing::warn!("final span flush failed: {e}");
+        }
+
+        let status = match &algorithm {
+            None => FitStatus::Interrupted,
+            Some(outcome) => match &outcome.result {
+                Ok(_) => FitStatus::Completed,
+                Err(reason) => FitStatus::AlgorithmFailed(reason.clone()),
+            },
+        };
+        Ok(FitReport {
+            status,
+            algorithm,
+            attempts_succeeded: counters.iter().map(|c| c.succeeded()).sum(),
+            attempts_failed: counters.iter().map(|c| c.failed()).sum(),
+            forced,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// Waits for the draining runners; forces them on a forced shutdown, or when an interrupted
+    /// run's grace period is over. Returns whether it had to force.
+    async fn wait_for_runners(
+        &self,
+        runners: &mut JoinSet<()>,
+        runner_stop: &Shutdown,
+        shutdown: &Shutdown,
+        interrupted: bool,
+    ) -> bool {
+        let grace = async {
+            if interrupted {
+                tokio::time::sleep(self.options.grace).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        let drained = tokio::select! {
+            _ = join_all(runners) => true,
+            _ = shutdown.forced() => false,
+            _ = grace => false,
+        };
+        if !drained {
+            runner_stop.force();
+            join_all(runners).await;
+        }
+        !drained
+    }
+}
+
+async fn join_all(runners: &mut JoinSet<()>) {
+    while let Some(joined) = runners.join_next().await {
+        if let Err(e) = joined {
+            tracing::error!("a runner task ended abnormally: {e}");
+        }
+    }
+}
