@@ -35,6 +35,10 @@ pub struct Results {
     pub splits: BTreeMap<String, SplitReport>,
     pub total: SplitReport,
     pub attempts: Attempts,
+    /// Spans recorded in the store (agents' host calls, rewards, root spans).
+    pub spans: u64,
+    /// Resources versions in the store at the end.
+    pub resources_versions: u64,
     /// The algorithm's own summary.
     pub algorithm_summary: Option<serde_json::Value>,
     pub algorithm_llm_calls: u32,
@@ -64,6 +68,7 @@ pub struct ResultsInput {
     pub best: Option<BestResult>,
     pub best_resources: Option<NamedResources>,
     pub runners: u16,
+    pub statistics: agl_store::Statistics,
 }
 
 impl Results {
@@ -76,6 +81,7 @@ impl Results {
             best,
             best_resources,
             runners,
+            statistics,
         } = input;
         let (status, failure) = match &fit.status {
             FitStatus::Completed => ("completed", None),
@@ -103,6 +109,8 @@ impl Results {
                 succeeded: fit.attempts_succeeded,
                 failed: fit.attempts_failed,
             },
+            spans: statistics.total_spans,
+            resources_versions: statistics.total_resources,
             algorithm_summary: outcome.and_then(|o| o.result.as_ref().ok().cloned()),
             algorithm_llm_calls: outcome.map_or(0, |o| o.llm_calls),
             algorithm_llm_tokens: outcome.map_or(0, |o| o.llm_tokens),

@@ -24,17 +24,48 @@ fn file_name(path: &Path) -> String {
         .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
+/// Ctrl-C (SIGINT), registered at once: a signal that arrives before the first poll is not lost.
+struct Interrupts {
+    #[cfg(unix)]
+    signal: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    fn register() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            let kind = tokio::signal::unix::SignalKind::interrupt();
+            let signal = tokio::signal::unix::signal(kind).context("listening for Ctrl-C")?;
+            Ok(Self { signal })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// The next Ctrl-C; `false` when no more can come.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            self.signal.recv().await.is_some()
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
+        }
+    }
+}
+
 /// First Ctrl-C: graceful stop; second: force.
-fn watch_signals(shutdown: Shutdown, progress: Arc<Progress>, grace: std::time::Duration) {
+fn watch_signals(mut interrupts: Interrupts, shutdown: Shutdown, progress: Arc<Progress>, grace: std::time::Duration) {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
+        if !interrupts.next().await {
             return;
         }
         progress.println(&format!(
             "interrupted: stopping the algorithm, letting running attempts finish (up to {grace:?}); Ctrl-C again to stop at once"
         ));
         shutdown.stop();
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if interrupts.next().await {
             progress.println("stopping at once");
             shutdown.force();
         }
@@ -74,6 +105,7 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
         .load_algorithm(&algo_path, algo_policy)
         .map_err(|e| InputError(e.to_string()))?;
     let (agent_name, algo_name) = (file_name(&agent_path), file_name(&algo_path));
+    let interrupts = Interrupts::register()?;
     eprintln!(
         "agent {agent_name} · algorithm {algo_name} · {} train / {} val tasks · {} runner(s) · LLM: {}",
         train.len(),
@@ -91,7 +123,7 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
     let progress = Arc::new(Progress::new(show, log_level));
     let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
     let shutdown = Shutdown::new();
-    watch_signals(shutdown.clone(), progress.clone(), grace);
+    watch_signals(interrupts, shutdown.clone(), progress.clone(), grace);
     let hooks: Arc<[Arc<dyn Hook>]> = Arc::new([progress.clone() as Arc<dyn Hook>]);
     let trainer = Trainer::new(
         store.clone(),
@@ -119,6 +151,7 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
     let report = RunReport::collect(store.as_ref())
         .await
         .context("reading the results from the store")?;
+    let statistics = store.statistics().await?;
     let best = progress.best();
     let best_resources = match best.as_ref().and_then(|b| b.resources_id.as_deref()) {
         Some(id) => store.get_resources_by_id(id).await?.map(|r| r.resources),
@@ -143,6 +176,7 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
         best,
         best_resources,
         runners: common.runners,
+        statistics,
     });
     print!("{}", results.summary());
     if let Some(path) = &common.output {

@@ -29,6 +29,7 @@ pub const GUESTS: &[&str] = &[
     "examples/classifier-agent",
     "tests/guests/probe",
     "tests/guests/wrong-world",
+    "plugins/baseline",
 ];
 
 /// The repository root (two levels above this crate).

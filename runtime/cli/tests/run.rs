@@ -1,0 +1,305 @@
+//! End-to-end: the real `agl-host` binary with real components (example agents, the probe guest,
+//! the baseline plugin) built from source, the scripted LLM, and the in-memory store.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    agl_guest_build::repo_root()
+}
+
+fn component(crate_dir: &str) -> PathBuf {
+    agl_guest_build::build_guest(crate_dir).unwrap_or_else(|e| panic!("building {crate_dir}: {e}"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agl-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn write_jsonl(path: &Path, lines: &[Value]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).expect("write dataset");
+}
+
+fn agl_host() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agl-host"));
+    command.env("AGL_CACHE_DIR", repo().join("target").join("agl-cache-tests"));
+    command
+}
+
+fn run(args: &[&str]) -> Output {
+    agl_host().args(args).output().expect("agl-host runs")
+}
+
+fn read_results(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("results file written");
+    serde_json::from_str(&text).expect("results are JSON")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn run_with_the_baseline_scores_every_task_of_the_math_agent() {
+    let dir = temp_dir("math");
+    let out = dir.join("results.json");
+    let math = repo().join("examples/math-agent");
+    let output = run(&[
+        "run",
+        "--agent",
+        math.to_str().expect("utf-8"),
+        "--algo",
+        component("plugins/baseline").to_str().expect("utf-8"),
+        "--train",
+        math.join("data/train.jsonl").to_str().expect("utf-8"),
+        "--val",
+        math.join("data/val.jsonl").to_str().expect("utf-8"),
+        "--resources",
+        math.join("initial-resources.json").to_str().expect("utf-8"),
+        "--llm-script",
+        math.join("rules.json").to_str().expect("utf-8"),
+        "--runners",
+        "2",
+        "--output",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = read_results(&out);
+    assert_eq!(results["status"], "completed");
+    assert_eq!(results["splits"]["train"]["rollouts"], 12);
+    assert_eq!(results["splits"]["val"]["rollouts"], 8);
+    assert_eq!(results["total"]["succeeded"], 20, "{results:#}");
+    assert_eq!(results["total"]["failed"], 0);
+    // The scripted LLM answers every val question right (see examples/math-agent/rules.json).
+    let val_mean = results["splits"]["val"]["mean_reward"].as_f64().expect("number");
+    assert!(val_mean > 0.0 && val_mean <= 1.0, "{results:#}");
+    // The baseline reports the val mean as its best score, with the initial resources.
+    assert_eq!(results["best"]["score"].as_f64(), Some(val_mean));
+    assert!(
+        results["best"]["resources"]["prompt"]["template"].is_string(),
+        "{results:#}"
+    );
+    // Root, LLM and reward spans at least, for every rollout.
+    assert!(results["spans"].as_u64().expect("number") >= 60, "{results:#}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("completed in"), "{stdout}");
+    assert!(stdout.contains("val"), "{stdout}");
+}
+
+#[test]
+fn a_trapping_agent_is_retried_once_and_final_statuses_are_right() {
+    let dir = temp_dir("retry");
+    let (train, config, out) = (
+        dir.join("train.jsonl"),
+        dir.join("config.json"),
+        dir.join("results.json"),
+    );
+    write_jsonl(
+        &train,
+        &[
+            serde_json::json!({"do": "noop"}),
+            serde_json::json!({"do": "flaky"}),
+            serde_json::json!({"do": "flaky"}),
+            serde_json::json!({"do": "panic"}),
+            serde_json::json!({"do": "reward", "value": 0.5}),
+        ],
+    );
+    let rollout_config = serde_json::json!({"rollout_config": {"max_attempts": 2, "retry_condition": ["failed"]}});
+    std::fs::write(&config, rollout_config.to_string()).expect("config");
+    let output = run(&[
+        "run",
+        "--agent",
+        component("tests/guests/probe").to_str().expect("utf-8"),
+        "--algo",
+        component("plugins/baseline").to_str().expect("utf-8"),
+        "--train",
+        train.to_str().expect("utf-8"),
+        "--algo-config",
+        config.to_str().expect("utf-8"),
+        "--output",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    assert_eq!(train["rollouts"], 5, "{results:#}");
+    // noop, both flaky (second attempt) and reward succeed; panic fails after its two attempts.
+    assert_eq!(train["succeeded"], 4, "{results:#}");
+    assert_eq!(train["failed"], 1, "{results:#}");
+    assert_eq!(train["retried"], 3, "{results:#}");
+    // Attempts: 5 first ones + 3 retries; failed: the flaky firsts and both panics.
+    assert_eq!(results["attempts"]["succeeded"], 4, "{results:#}");
+    assert_eq!(results["attempts"]["failed"], 4, "{results:#}");
+    // (1 + 1 + 1 + 0 + 0.5) / 5
+    assert_eq!(train["mean_reward"].as_f64(), Some(0.7), "{results:#}");
+}
+
+#[test]
+fn sigint_stops_gracefully_and_writes_partial_results() {
+    let dir = temp_dir("sigint");
+    let (train, out) = (dir.join("train.jsonl"), dir.join("results.json"));
+    // Each task spins until the agent's 300 ms deadline: 40 of them take 12 s on one runner.
+    write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 40]);
+    let mut child = agl_host()
+        .args([
+            "run",
+            "--agent",
+            component("tests/guests/probe").to_str().expect("utf-8"),
+            "--algo",
+            component("plugins/baseline").to_str().expect("utf-8"),
+            "--train",
+            train.to_str().expect("utf-8"),
+            "--agent-timeout",
+            "300ms",
+            "--output",
+            out.to_str().expect("utf-8"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host starts");
+    // Wait until the run has started (the line naming the agent and algorithm), then a bit more.
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let started = Instant::now();
+    loop {
+        let line = lines.next().expect("agl-host printed its start line").expect("utf-8");
+        if line.contains("runner(s)") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "no start line");
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    std::thread::sleep(Duration::from_millis(1000));
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().expect("kill runs");
+    assert!(killed.success());
+    let stopped = Instant::now();
+    let output = child.wait_with_output().expect("agl-host exits");
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+    // The running attempt finishes within its deadline; nothing waits for the other 30-odd tasks.
+    assert!(
+        stopped.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        stopped.elapsed()
+    );
+    let results = read_results(&out);
+    assert_eq!(results["status"], "interrupted");
+    let train = &results["splits"]["train"];
+    assert_eq!(train["rollouts"], 40, "{results:#}");
+    let failed = train["failed"].as_u64().expect("number");
+    assert!((1..40).contains(&failed), "{results:#}");
+    assert_eq!(train["unfinished"].as_u64(), Some(40 - failed), "{results:#}");
+    assert_eq!(results["forced_stop"], false);
+}
+
+#[test]
+fn bad_inputs_give_one_clear_line_and_exit_code_2() {
+    let dir = temp_dir("bad");
+    let train = dir.join("train.jsonl");
+    std::fs::write(&train, "{\"do\": \"noop\"}\n{broken\n").expect("dataset");
+    let probe = component("tests/guests/probe");
+    let baseline = component("plugins/baseline");
+    let val_path = repo().join("examples/math-agent/data/val.jsonl");
+    let val = val_path.to_str().expect("utf-8");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "run",
+                "--agent",
+                "/no/such.wasm",
+                "--algo",
+                baseline.to_str().expect("utf-8"),
+                "--train",
+                train.to_str().expect("utf-8"),
+            ],
+            "train.jsonl:2: not a JSON value",
+        ),
+        (
+            vec!["dev", "--agent", "/no/such.wasm", "--train", val],
+            "agent /no/such.wasm: no such file or directory",
+        ),
+        (
+            // The algorithm given as the agent: it does not implement the agent world.
+            vec![
+                "dev",
+                "--agent",
+                baseline.to_str().expect("utf-8"),
+                "--algo",
+                baseline.to_str().expect("utf-8"),
+                "--train",
+                val,
+            ],
+            "does not implement the agl:agent/agent world",
+        ),
+        (
+            vec![
+                "dev",
+                "--agent",
+                probe.to_str().expect("utf-8"),
+                "--algo",
+                probe.to_str().expect("utf-8"),
+                "--train",
+                val,
+            ],
+            "does not implement the agl:agent/algorithm world",
+        ),
+        (
+            vec![
+                "dev",
+                "--agent",
+                probe.to_str().expect("utf-8"),
+                "--train",
+                val,
+                "--agent-memory",
+                "lots",
+            ],
+            "--agent-memory: invalid size 'lots'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = run(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: expected '{expected}' in:\n{stderr}"
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("backtrace"),
+            "{stderr}"
+        );
+    }
+    let usage = run(&["run", "--agent", "a.wasm"]);
+    assert_eq!(usage.status.code(), Some(2), "{}", text(&usage));
+}
+
+#[test]
+fn help_teaches_the_flags_and_exit_codes() {
+    let output = run(&["run", "--help"]);
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for needle in [
+        "--agent",
+        "--algo",
+        "--llm-script",
+        "--llm-endpoint",
+        "--runners",
+        "--agent-dir",
+        "Exit codes",
+        "130",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
+    }
+}
