@@ -63,6 +63,10 @@ enum Task {
     EmitRewards,
     /// An operation span around an LLM call and a log, ending with an error.
     Operation,
+    /// Panics (a trap) on the first attempt and returns `Some(1.0)` on later ones: a retry works.
+    Flaky,
+    /// Returns `value` as the final reward.
+    Reward { value: f64 },
 }
 
 fn ten_mib() -> usize {
@@ -97,6 +101,13 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
             Ok(None)
         }
         Task::Operation => host_calls::failing_operation(ctx),
+        Task::Flaky => {
+            if ctx.attempt_number() == 1 {
+                panic!("probe: flaky, the first attempt fails on purpose");
+            }
+            Ok(Some(1.0))
+        }
+        Task::Reward { value } => Ok(Some(value)),
     }
 }
 
