@@ -303,3 +303,23 @@ fn help_teaches_the_flags_and_exit_codes() {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
     }
 }
+
+#[test]
+fn dev_runs_the_baseline_by_default_on_an_agent_crate() {
+    let classifier = repo().join("examples/classifier-agent");
+    let output = run(&[
+        "dev",
+        "--agent",
+        classifier.to_str().expect("utf-8"),
+        "--train",
+        classifier.join("data/val.jsonl").to_str().expect("utf-8"),
+        "--resources",
+        classifier.join("initial-resources.json").to_str().expect("utf-8"),
+        "--llm-script",
+        classifier.join("rules.json").to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("algorithm agl_baseline.wasm"), "{stdout}");
+    assert!(stdout.contains("train          8          8"), "{stdout}");
+}
