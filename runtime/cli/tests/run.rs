@@ -145,11 +145,11 @@ fn a_trapping_agent_is_retried_once_and_final_statuses_are_right() {
     assert_eq!(train["mean_reward"].as_f64(), Some(0.7), "{results:#}");
 }
 
-#[test]
-fn sigint_stops_gracefully_and_writes_partial_results() {
-    let dir = temp_dir("sigint");
+/// Starts `agl-host run` on 40 spinning tasks (each runs until `agent_timeout`) and returns once
+/// the run has started, with the child and where its results go.
+fn start_spinning_run(name: &str, agent_timeout: &str, grace: &str) -> (std::process::Child, PathBuf) {
+    let dir = temp_dir(name);
     let (train, out) = (dir.join("train.jsonl"), dir.join("results.json"));
-    // Each task spins until the agent's 300 ms deadline: 40 of them take 12 s on one runner.
     write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 40]);
     let mut child = agl_host()
         .args([
@@ -161,7 +161,9 @@ fn sigint_stops_gracefully_and_writes_partial_results() {
             "--train",
             train.to_str().expect("utf-8"),
             "--agent-timeout",
-            "300ms",
+            agent_timeout,
+            "--grace",
+            grace,
             "--output",
             out.to_str().expect("utf-8"),
         ])
@@ -172,19 +174,30 @@ fn sigint_stops_gracefully_and_writes_partial_results() {
     // Wait until the run has started (the line naming the agent and algorithm), then a bit more.
     let stderr = child.stderr.take().expect("stderr piped");
     let mut lines = BufReader::new(stderr).lines();
-    let started = Instant::now();
     loop {
         let line = lines.next().expect("agl-host printed its start line").expect("utf-8");
         if line.contains("runner(s)") {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "no start line");
     }
     std::thread::spawn(move || lines.for_each(drop));
     std::thread::sleep(Duration::from_millis(1000));
-    let pid = child.id().to_string();
-    let killed = Command::new("kill").args(["-INT", &pid]).status().expect("kill runs");
+    (child, out)
+}
+
+fn interrupt(child: &std::process::Child) {
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
     assert!(killed.success());
+}
+
+#[test]
+fn sigint_stops_gracefully_and_writes_partial_results() {
+    // Each task spins until the agent's 300 ms deadline: 40 of them take 12 s on one runner.
+    let (child, out) = start_spinning_run("sigint", "300ms", "10s");
+    interrupt(&child);
     let stopped = Instant::now();
     let output = child.wait_with_output().expect("agl-host exits");
     assert_eq!(output.status.code(), Some(130), "{}", text(&output));
@@ -202,6 +215,41 @@ fn sigint_stops_gracefully_and_writes_partial_results() {
     assert!((1..40).contains(&failed), "{results:#}");
     assert_eq!(train["unfinished"].as_u64(), Some(40 - failed), "{results:#}");
     assert_eq!(results["forced_stop"], false);
+}
+
+#[test]
+fn a_second_sigint_or_the_end_of_the_grace_period_abandons_running_attempts() {
+    // The running attempt would spin for 60 s; the grace period (300 ms) ends it.
+    let (child, out) = start_spinning_run("grace", "60s", "300ms");
+    interrupt(&child);
+    let stopped = Instant::now();
+    let output = child.wait_with_output().expect("agl-host exits");
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        stopped.elapsed()
+    );
+    let results = read_results(&out);
+    assert_eq!(results["forced_stop"], true, "{results:#}");
+    assert_eq!(results["splits"]["train"]["failed"], 1, "{results:#}");
+
+    // Without a grace limit, the second Ctrl-C does it.
+    let (child, out) = start_spinning_run("second-sigint", "60s", "60s");
+    interrupt(&child);
+    std::thread::sleep(Duration::from_millis(500));
+    interrupt(&child);
+    let stopped = Instant::now();
+    let output = child.wait_with_output().expect("agl-host exits");
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        stopped.elapsed()
+    );
+    let results = read_results(&out);
+    assert_eq!(results["forced_stop"], true, "{results:#}");
+    assert_eq!(results["attempts"]["failed"], 1, "{results:#}");
 }
 
 #[test]

@@ -93,7 +93,6 @@ pub struct AgentComponent {
     pre: AgentPre<HostState>,
     name: String,
     policy: SandboxPolicy,
-    epoch_tick: Duration,
     compiled: Compiled,
     compile_time: Duration,
 }
@@ -106,7 +105,6 @@ impl AgentComponent {
         pre: AgentPre<HostState>,
         name: String,
         policy: SandboxPolicy,
-        epoch_tick: Duration,
         compiled: Compiled,
         compile_time: Duration,
     ) -> Self {
@@ -114,7 +112,6 @@ impl AgentComponent {
             pre,
             name,
             policy,
-            epoch_tick,
             compiled,
             compile_time,
         }
@@ -214,13 +211,7 @@ impl AgentComponent {
         let state = HostState::new(wasi.ctx, limits, trace, llm, request.resources);
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|state| &mut state.limits);
-        let ticks = self
-            .policy
-            .deadline
-            .as_nanos()
-            .div_ceil(self.epoch_tick.as_nanos().max(1));
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX).max(1));
-        store.epoch_deadline_trap();
+        crate::deadline::arm(&mut store, self.policy.deadline);
         let fuel_error = self.policy.fuel.and_then(|fuel| store.set_fuel(fuel).err());
 
         let ctx = RolloutContext {

@@ -179,7 +179,6 @@ impl WasmHost {
             pre,
             name.to_owned(),
             policy,
-            self.options.epoch_tick,
             compiled,
             compile_time,
         ))
@@ -211,7 +210,6 @@ impl WasmHost {
             pre,
             name.to_owned(),
             policy,
-            self.options.epoch_tick,
             compiled,
             compile_time,
         ))

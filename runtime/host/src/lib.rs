@@ -16,6 +16,7 @@ pub mod algorithm;
 pub mod bindings;
 pub mod cache;
 mod clocks;
+mod deadline;
 mod engine;
 mod error;
 mod imports;

@@ -60,7 +60,6 @@ pub struct AlgorithmComponent {
     pre: AlgorithmPre<AlgorithmState>,
     name: String,
     policy: SandboxPolicy,
-    epoch_tick: Duration,
     compiled: Compiled,
     compile_time: Duration,
 }
@@ -86,7 +85,6 @@ impl AlgorithmComponent {
         pre: AlgorithmPre<AlgorithmState>,
         name: String,
         policy: SandboxPolicy,
-        epoch_tick: Duration,
         compiled: Compiled,
         compile_time: Duration,
     ) -> Self {
@@ -94,7 +92,6 @@ impl AlgorithmComponent {
             pre,
             name,
             policy,
-            epoch_tick,
             compiled,
             compile_time,
         }
@@ -138,13 +135,7 @@ impl AlgorithmComponent {
         let state = AlgorithmState::new(wasi.ctx, limits, request.store, llm, request.observer);
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|state| &mut state.limits);
-        let ticks = self
-            .policy
-            .deadline
-            .as_nanos()
-            .div_ceil(self.epoch_tick.as_nanos().max(1));
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX).max(1));
-        store.epoch_deadline_trap();
+        crate::deadline::arm(&mut store, self.policy.deadline);
         let data = Datasets {
             train: request.train,
             val: request.val,
