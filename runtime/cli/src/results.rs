@@ -150,6 +150,19 @@ impl Results {
                 name, r.rollouts, r.succeeded, r.failed, r.cancelled, r.retried, r.mean_reward
             );
         }
+        // An algorithm may give its own report (APO: score history, best prompt).
+        if let Some(report) = self
+            .algorithm_summary
+            .as_ref()
+            .and_then(|s| s.get("report"))
+            .and_then(|r| r.as_str())
+        {
+            out.push_str(report);
+            if !report.ends_with('\n') {
+                out.push('\n');
+            }
+            return out;
+        }
         if let Some(best) = &self.best {
             let _ = writeln!(
                 out,

@@ -30,6 +30,7 @@ pub const GUESTS: &[&str] = &[
     "tests/guests/probe",
     "tests/guests/wrong-world",
     "plugins/baseline",
+    "plugins/apo",
 ];
 
 /// The repository root (two levels above this crate).
