@@ -436,3 +436,52 @@ fn apo_finds_the_instruction_that_raises_val_accuracy_deterministically() {
         );
     }
 }
+
+#[test]
+fn apo_survives_llm_errors_and_rollouts_that_time_out() {
+    // No LLM configured: every critique fails. Every rollout spins past its deadline, and APO
+    // stops waiting for a batch after 0.1 s. The run still completes, keeping the seed.
+    let dir = temp_dir("apo-robust");
+    let (train, val, resources, config, out) = (
+        dir.join("train.jsonl"),
+        dir.join("val.jsonl"),
+        dir.join("resources.json"),
+        dir.join("config.json"),
+        dir.join("results.json"),
+    );
+    write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 2]);
+    write_jsonl(&val, &vec![serde_json::json!({"do": "spin"}); 2]);
+    let prompt =
+        serde_json::json!({"prompt": {"resource_type": "prompt_template", "template": "Do {x}", "engine": "f-string"}});
+    std::fs::write(&resources, prompt.to_string()).expect("resources");
+    let settings = serde_json::json!({"beam_rounds": 1, "beam_width": 1, "branch_factor": 1, "rollout_batch_timeout": 0.1, "seed": 1});
+    std::fs::write(&config, settings.to_string()).expect("config");
+    let output = run(&[
+        "run",
+        "--agent",
+        component("tests/guests/probe").to_str().expect("utf-8"),
+        "--algo",
+        component("plugins/apo").to_str().expect("utf-8"),
+        "--train",
+        train.to_str().expect("utf-8"),
+        "--val",
+        val.to_str().expect("utf-8"),
+        "--resources",
+        resources.to_str().expect("utf-8"),
+        "--algo-config",
+        config.to_str().expect("utf-8"),
+        "--agent-timeout",
+        "300ms",
+        "--output",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("critique skipped"), "{stderr}");
+    assert!(stderr.contains("did not finish within"), "{stderr}");
+    let results = read_results(&out);
+    assert_eq!(results["status"], "completed");
+    let summary = &results["algorithm_summary"];
+    assert_eq!(summary["best"]["resources_id"], "v0", "{summary:#}");
+    assert_eq!(summary["skipped"]["critiques"], 1, "{summary:#}");
+}
