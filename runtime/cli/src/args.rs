@@ -48,6 +48,71 @@ pub enum Command {
     ///     --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
     #[command(after_long_help = EXIT_CODES)]
     Dev(DevArgs),
+    /// Serve a LightningStore over HTTP (Agent-lightning 0.3.0's wire API, plus OTLP at /v1/traces).
+    ///
+    /// Runners (`agl-host runner --store URL`) and Agent-lightning's Python client can use it.
+    /// Example:
+    ///   agl-host store --port 4747 --token secret
+    Store(StoreArgs),
+    /// Run rollouts from a remote store with an agent component, until stopped (Ctrl-C or SIGTERM).
+    ///
+    /// Example:
+    ///   agl-host runner --store http://10.0.0.5:4747 --agent agent.wasm --runners 4 --llm-script rules.json
+    #[command(after_long_help = EXIT_CODES)]
+    Runner(RunnerArgs),
+}
+
+/// Where the runners of `run` / `dev` live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Strategy {
+    /// Runners are tasks of this process, on an in-memory store.
+    SharedMemory,
+    /// This process serves the store over HTTP on 127.0.0.1 and starts `--runners` runner processes.
+    ClientServer,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// Address to bind (127.0.0.1: this machine only; 0.0.0.0: every interface — use --token).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    #[arg(long, default_value_t = 4747)]
+    pub port: u16,
+    /// Require `Authorization: Bearer TOKEN` on every route but health.
+    #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Largest request body, e.g. 16MiB.
+    #[arg(long, default_value = "16MiB", value_name = "SIZE")]
+    pub max_body: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RunnerArgs {
+    /// The store's URL, e.g. http://127.0.0.1:4747.
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// The store's bearer token.
+    #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The agent component (.wasm) or its guest crate directory.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: PathBuf,
+    /// Runners in this process.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub runners: u16,
+    /// Worker ids are PREFIX-1, PREFIX-2, ... (default: runner-<pid>).
+    #[arg(long, value_name = "PREFIX")]
+    pub worker_prefix: Option<String>,
+    /// Interval of worker and attempt heartbeats.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub heartbeat: String,
+    /// After Ctrl-C / SIGTERM, how long the running attempts may take to finish.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub grace: String,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    #[command(flatten)]
+    pub sandbox: AgentSandboxArgs,
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +165,16 @@ pub struct CommonArgs {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// shared-memory: runners in this process; client-server: runner processes talking HTTP to
+    /// the store this process serves on 127.0.0.1.
+    #[arg(long, value_enum, default_value = "shared-memory")]
+    pub strategy: Strategy,
+    /// client-server: the store's port (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Interval of runner heartbeats (worker and running attempt).
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub heartbeat: String,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
@@ -158,6 +233,58 @@ pub struct AgentSandboxArgs {
     pub agent_real_clock: bool,
 }
 
+impl LlmArgs {
+    /// These flags again, for a runner process.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(script) = &self.llm_script {
+            args.extend(["--llm-script".into(), script.clone().into_os_string()]);
+        }
+        if let Some(endpoint) = &self.llm_endpoint {
+            args.extend(["--llm-endpoint".into(), endpoint.into()]);
+        }
+        if let Some(model) = &self.llm_model {
+            args.extend(["--llm-model".into(), model.into()]);
+        }
+        args.extend(["--llm-api-key-env".into(), self.llm_api_key_env.clone().into()]);
+        args
+    }
+}
+
+impl AgentSandboxArgs {
+    /// These flags again, for a runner process.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        let mut push = |flag: &str, value: String| args.extend([flag.into(), value.into()]);
+        let optional = [
+            ("--agent-memory", self.agent_memory.clone()),
+            ("--agent-timeout", self.agent_timeout.clone()),
+            ("--agent-fuel", self.agent_fuel.map(|f| f.to_string())),
+            ("--agent-llm-calls", self.agent_llm_calls.map(|c| c.to_string())),
+            ("--agent-llm-tokens", self.agent_llm_tokens.map(|t| t.to_string())),
+            ("--llm-timeout", self.llm_timeout.clone()),
+        ];
+        for (flag, value) in optional {
+            if let Some(value) = value {
+                push(flag, value);
+            }
+        }
+        for dir in &self.agent_dir {
+            push("--agent-dir", dir.clone());
+        }
+        for env in &self.agent_env {
+            push("--agent-env", env.clone());
+        }
+        for model in &self.agent_model {
+            push("--agent-model", model.clone());
+        }
+        if self.agent_real_clock {
+            args.push("--agent-real-clock".into());
+        }
+        args
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +321,52 @@ mod tests {
         };
         assert_eq!(run.common.runners, 2);
         assert_eq!(run.common.sandbox.agent_dir, ["/tmp"]);
+    }
+
+    #[test]
+    fn runner_processes_get_the_same_llm_and_sandbox_flags() {
+        let cli = Cli::try_parse_from([
+            "agl-host",
+            "run",
+            "--agent",
+            "a.wasm",
+            "--algo",
+            "b.wasm",
+            "--train",
+            "t.jsonl",
+            "--llm-script",
+            "r.json",
+            "--agent-timeout",
+            "5s",
+            "--agent-dir",
+            "/tmp::/data:rw",
+            "--agent-env",
+            "A=1",
+            "--agent-real-clock",
+        ])
+        .expect("parses");
+        let Command::Run(run) = cli.command else {
+            panic!("expected run");
+        };
+        let mut args = vec![
+            "agl-host".into(),
+            "runner".into(),
+            "--store".into(),
+            "http://x".into(),
+            "--agent".into(),
+            "a.wasm".into(),
+        ];
+        args.extend(run.common.llm.to_args());
+        args.extend(run.common.sandbox.to_args());
+        let parsed = Cli::try_parse_from(args).expect("the runner accepts them");
+        let Command::Runner(runner) = parsed.command else {
+            panic!("expected runner");
+        };
+        assert_eq!(runner.llm.llm_script, run.common.llm.llm_script);
+        assert_eq!(runner.sandbox.agent_timeout.as_deref(), Some("5s"));
+        assert_eq!(runner.sandbox.agent_dir, ["/tmp::/data:rw"]);
+        assert_eq!(runner.sandbox.agent_env, ["A=1"]);
+        assert!(runner.sandbox.agent_real_clock);
     }
 
     #[test]

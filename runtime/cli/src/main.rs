@@ -3,12 +3,17 @@
 //! runtime crates.
 
 mod args;
+mod components;
+mod fleet;
 mod inputs;
 mod llm;
 mod progress;
 mod results;
 mod run;
+mod runner_cmd;
 mod sandbox;
+mod signals;
+mod store_cmd;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -33,6 +38,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
@@ -48,6 +54,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let algo = args.algo.unwrap_or_else(baseline_plugin);
             run::run(args.common, &algo, cli.verbose).await
         }
+        Command::Store(args) => store_cmd::run(args).await,
+        Command::Runner(args) => runner_cmd::run(args).await,
     }
 }
 

@@ -34,7 +34,8 @@ pub struct Results {
     pub best: Option<Best>,
     pub splits: BTreeMap<String, SplitReport>,
     pub total: SplitReport,
-    pub attempts: Attempts,
+    /// Attempts finished by this process's runners (`null` when the runners were other processes).
+    pub attempts: Option<Attempts>,
     /// Spans recorded in the store (agents' host calls, rewards, root spans).
     pub spans: u64,
     /// Resources versions in the store at the end.
@@ -105,10 +106,7 @@ impl Results {
             rollouts_per_second: if elapsed > 0.0 { finished as f64 / elapsed } else { 0.0 },
             splits: report.splits,
             total: report.total,
-            attempts: Attempts {
-                succeeded: fit.attempts_succeeded,
-                failed: fit.attempts_failed,
-            },
+            attempts: fit.attempts.map(|(succeeded, failed)| Attempts { succeeded, failed }),
             spans: statistics.total_spans,
             resources_versions: statistics.total_resources,
             algorithm_summary: outcome.and_then(|o| o.result.as_ref().ok().cloned()),

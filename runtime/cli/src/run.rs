@@ -1,15 +1,19 @@
 //! `agl-host run` / `agl-host dev`: read and check the inputs, load both components, run the
-//! shared-memory trainer with the progress display, handle Ctrl-C, then print the summary and
-//! write the results file.
+//! trainer (shared-memory: runners in this process; client-server: this process serves the store
+//! and starts runner processes) with the progress display, handle Ctrl-C, then print the summary
+//! and write the results file.
 
-use crate::args::CommonArgs;
+use crate::args::{CommonArgs, Strategy};
+use crate::components::{self, file_name};
+use crate::fleet::ProcessFleet;
 use crate::inputs::{self, InputError};
+use crate::llm;
 use crate::progress::Progress;
 use crate::results::{Results, ResultsInput};
-use crate::{llm, sandbox};
-use agl_runner::{FitRequest, FitStatus, Hook, RunReport, Shutdown, Trainer, TrainerOptions};
+use crate::signals::{self, Interrupts};
+use agl_runner::{FitRequest, FitStatus, Hook, RunReport, RunnerOptions, Shutdown, Trainer, TrainerOptions};
 use agl_store::{InMemoryLightningStore, LightningStore};
-use agl_wasm::{EngineOptions, LogLevel, SandboxPolicy, WasmHost};
+use agl_wasm::LogLevel;
 use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -19,57 +23,8 @@ use std::sync::Arc;
 /// Exit code of a run stopped by Ctrl-C.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-/// Ctrl-C (SIGINT), registered at once: a signal that arrives before the first poll is not lost.
-struct Interrupts {
-    #[cfg(unix)]
-    signal: tokio::signal::unix::Signal,
-}
-
-impl Interrupts {
-    fn register() -> anyhow::Result<Self> {
-        #[cfg(unix)]
-        {
-            let kind = tokio::signal::unix::SignalKind::interrupt();
-            let signal = tokio::signal::unix::signal(kind).context("listening for Ctrl-C")?;
-            Ok(Self { signal })
-        }
-        #[cfg(not(unix))]
-        Ok(Self {})
-    }
-
-    /// The next Ctrl-C; `false` when no more can come.
-    async fn next(&mut self) -> bool {
-        #[cfg(unix)]
-        {
-            self.signal.recv().await.is_some()
-        }
-        #[cfg(not(unix))]
-        {
-            tokio::signal::ctrl_c().await.is_ok()
-        }
-    }
-}
-
-/// First Ctrl-C: graceful stop; second: force.
-fn watch_signals(mut interrupts: Interrupts, shutdown: Shutdown, progress: Arc<Progress>, grace: std::time::Duration) {
-    tokio::spawn(async move {
-        if !interrupts.next().await {
-            return;
-        }
-        progress.println(&format!(
-            "interrupted: stopping the algorithm, letting running attempts finish (up to {grace:?}); Ctrl-C again to stop at once"
-        ));
-        shutdown.stop();
-        if interrupts.next().await {
-            progress.println("stopping at once");
-            shutdown.force();
-        }
-    });
+fn duration(flag: &str, value: &str) -> Result<std::time::Duration, InputError> {
+    agl_wasm::policy::parse_duration(value).map_err(|e| InputError(format!("--{flag}: {e}")))
 }
 
 pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result<ExitCode> {
@@ -80,37 +35,23 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
     };
     let initial_resources = common.resources.as_deref().map(inputs::read_resources).transpose()?;
     let config_json = inputs::read_algorithm_config(common.algo_config.as_deref())?;
-    let grace = agl_wasm::policy::parse_duration(&common.grace).map_err(|e| InputError(format!("--grace: {e}")))?;
-    let overrides = sandbox::overrides(&common.sandbox)?;
+    let grace = duration("grace", &common.grace)?;
+    let heartbeat = duration("heartbeat", &common.heartbeat)?;
     let llm = llm::backend(&common.llm)?;
 
-    let agent_path = inputs::resolve_component(&common.agent, "agent")?;
-    let algo_path = inputs::resolve_component(algo, "algorithm")?;
-    let mut agent_policy = SandboxPolicy::for_component(&agent_path).map_err(|e| InputError(e.to_string()))?;
-    agent_policy.apply_overrides(overrides.clone());
-    let mut algo_policy = SandboxPolicy::for_algorithm(&algo_path).map_err(|e| InputError(e.to_string()))?;
-    if let Some(timeout) = overrides.llm_timeout {
-        algo_policy.llm_timeout = timeout;
-    }
-    let options = EngineOptions {
-        fuel: agent_policy.fuel.is_some(),
-        max_concurrent_instances: u32::from(common.runners) + 16,
-        ..EngineOptions::default()
-    };
-    let host = WasmHost::new(options).context("starting the WebAssembly engine")?;
-    let agent = host
-        .load_agent(&agent_path, agent_policy)
-        .map_err(|e| InputError(e.to_string()))?;
-    let algorithm = host
-        .load_algorithm(&algo_path, algo_policy)
-        .map_err(|e| InputError(e.to_string()))?;
-    let (agent_name, algo_name) = (file_name(&agent_path), file_name(&algo_path));
+    let loaded = components::load_agent(&common.agent, &common.sandbox, u32::from(common.runners) + 16)?;
+    let (algorithm, algo_path) = components::load_algorithm(&loaded.host, algo, &loaded.overrides)?;
+    let (agent_name, algo_name) = (file_name(&loaded.path), file_name(&algo_path));
     let interrupts = Interrupts::register()?;
     eprintln!(
-        "agent {agent_name} · algorithm {algo_name} · {} train / {} val tasks · {} runner(s) · LLM: {}",
+        "agent {agent_name} · algorithm {algo_name} · {} train / {} val tasks · {} runner(s) ({}) · LLM: {}",
         train.len(),
         val.len(),
         common.runners,
+        match common.strategy {
+            Strategy::SharedMemory => "shared-memory",
+            Strategy::ClientServer => "client-server",
+        },
         llm.describe()
     );
 
@@ -123,11 +64,52 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
     let progress = Arc::new(Progress::new(show, log_level));
     let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
     let shutdown = Shutdown::new();
-    watch_signals(interrupts, shutdown.clone(), progress.clone(), grace);
+    let (first, second) = (progress.clone(), progress.clone());
+    signals::watch(
+        interrupts,
+        shutdown.clone(),
+        move || {
+            first.println(&format!(
+                "interrupted: stopping the algorithm, letting running attempts finish (up to {grace:?}); Ctrl-C again to stop at once"
+            ))
+        },
+        move || second.println("stopping at once"),
+    );
+
+    // Client-server: serve the store on loopback and start the runner processes.
+    let mut server = None;
+    let mut remote = None;
+    if common.strategy == Strategy::ClientServer {
+        let options = agl_server::ServerOptions {
+            port: common.port,
+            ..agl_server::ServerOptions::default()
+        };
+        let handle = agl_server::serve(store.clone(), options)
+            .await
+            .context("starting the store server")?;
+        progress.println(&format!("store served at {}", handle.url()));
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "--store".into(),
+            handle.url().into(),
+            "--agent".into(),
+            loaded.path.clone().into_os_string(),
+            "--heartbeat".into(),
+            common.heartbeat.clone().into(),
+            "--grace".into(),
+            common.grace.clone().into(),
+        ];
+        args.extend(common.llm.to_args());
+        args.extend(common.sandbox.to_args());
+        let exe = std::env::current_exe().context("finding the agl-host executable")?;
+        let fleet = ProcessFleet::spawn(usize::from(common.runners), &exe, &args, &progress)?;
+        remote = Some(Arc::new(fleet) as Arc<dyn agl_runner::RemoteRunners>);
+        server = Some(handle);
+    }
+
     let hooks: Arc<[Arc<dyn Hook>]> = Arc::new([progress.clone() as Arc<dyn Hook>]);
     let trainer = Trainer::new(
         store.clone(),
-        Arc::new(agent),
+        Arc::new(loaded.agent),
         Arc::new(algorithm),
         llm,
         progress.clone(),
@@ -135,6 +117,11 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
             runners: usize::from(common.runners),
             grace,
             hooks,
+            runner: RunnerOptions {
+                heartbeat_interval: heartbeat,
+                ..RunnerOptions::default()
+            },
+            remote,
             ..TrainerOptions::default()
         },
     );
@@ -147,6 +134,9 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
     };
     let fit = trainer.fit(request, &shutdown).await?;
     progress.finish();
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
 
     let report = RunReport::collect(store.as_ref())
         .await

@@ -485,3 +485,199 @@ fn apo_survives_llm_errors_and_rollouts_that_time_out() {
     assert_eq!(summary["best"]["resources_id"], "v0", "{summary:#}");
     assert_eq!(summary["skipped"]["critiques"], 1, "{summary:#}");
 }
+
+/// Reads `child`'s stderr on a thread; returns a receiver of its lines.
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The first line of `lines` containing `needle` (within 5 minutes: builds may be slow).
+fn wait_for_line(lines: &std::sync::mpsc::Receiver<String>, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return line,
+            Ok(_) => {}
+            Err(e) => panic!("no line with '{needle}': {e}"),
+        }
+    }
+    panic!("no line with '{needle}' in time");
+}
+
+#[test]
+fn client_server_survives_a_runner_killed_mid_rollout() {
+    // Every task spins until its 1 s deadline (failed, not retried); a rollout whose runner dies
+    // goes unresponsive (no heartbeat for 0.8 s) and is retried on the other runner.
+    let dir = temp_dir("client-server");
+    let (train, config, out) = (
+        dir.join("train.jsonl"),
+        dir.join("config.json"),
+        dir.join("results.json"),
+    );
+    write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 4]);
+    let rollout_config = serde_json::json!({"rollout_config": {
+        "max_attempts": 2, "retry_condition": ["unresponsive"], "unresponsive_seconds": 0.8}});
+    std::fs::write(&config, rollout_config.to_string()).expect("config");
+    let mut child = agl_host()
+        .args([
+            "run",
+            "--strategy",
+            "client-server",
+            "--runners",
+            "2",
+            "--heartbeat",
+            "200ms",
+            "--agent-timeout",
+            "1s",
+        ])
+        .arg("--agent")
+        .arg(component("tests/guests/probe"))
+        .arg("--algo")
+        .arg(component("plugins/baseline"))
+        .arg("--train")
+        .arg(&train)
+        .arg("--algo-config")
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host starts");
+    let lines = stderr_lines(&mut child);
+    let first = wait_for_line(&lines, "started runner process 1 (pid ");
+    let pid: String = first
+        .rsplit("(pid ")
+        .next()
+        .expect("pid")
+        .trim_end_matches(')')
+        .to_owned();
+    wait_for_line(&lines, "runner 1: runner-1:");
+    wait_for_line(&lines, "runner 2: runner-2:");
+    // Both runners are now inside an attempt (each spins for 1 s).
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Command::new("kill").args(["-KILL", &pid]).status().expect("kill runs");
+    assert!(killed.success());
+    std::thread::spawn(move || lines.iter().for_each(drop));
+    let output = child.wait_with_output().expect("agl-host exits");
+    assert!(output.status.success(), "{}", text(&output));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    assert_eq!(train["rollouts"], 4, "{results:#}");
+    assert_eq!(train["failed"], 4, "every spin ends at its deadline: {results:#}");
+    assert_eq!(
+        train["retried"], 1,
+        "the killed runner's rollout ran again: {results:#}"
+    );
+    assert_eq!(train["unfinished"], 0, "{results:#}");
+}
+
+#[test]
+fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
+    let mut store = agl_host()
+        .args(["store", "--port", "0", "--token", "s3cret"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host store starts");
+    let store_lines = stderr_lines(&mut store);
+    let listening = wait_for_line(&store_lines, "listening on ");
+    let url = listening
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a URL")
+        .to_owned();
+
+    // A wrong token is refused at once, with one line.
+    let refused = run(&[
+        "runner",
+        "--store",
+        &url,
+        "--token",
+        "wrong",
+        "--agent",
+        "/no/such.wasm",
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+
+    let mut runner = agl_host()
+        .args(["runner", "--store", &url, "--token", "s3cret", "--runners", "2"])
+        .arg("--agent")
+        .arg(component("tests/guests/probe"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host runner starts");
+    let runner_lines = stderr_lines(&mut runner);
+    wait_for_line(&runner_lines, "runner(s) of probe.wasm");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        use agl_store::{EnqueueRolloutRequest, LightningStore, RolloutStatus};
+        let options = agl_client::ClientOptions {
+            token: Some("s3cret".into()),
+            ..agl_client::ClientOptions::default()
+        };
+        let client = agl_client::HttpStoreClient::new(&url, options).expect("client");
+        let requests = (0..10)
+            .map(|i| EnqueueRolloutRequest::new(serde_json::json!({"do": "reward", "value": f64::from(i) / 10.0})))
+            .collect();
+        let enqueued = client.enqueue_rollouts(requests).await.expect("enqueue");
+        let ids: Vec<String> = enqueued.iter().map(|r| r.rollout_id.clone()).collect();
+        let finished = client
+            .wait_for_rollouts(&ids, Some(Duration::from_secs(60)))
+            .await
+            .expect("wait");
+        assert_eq!(finished.len(), 10);
+        assert!(
+            finished.iter().all(|r| r.status == RolloutStatus::Succeeded),
+            "{finished:?}"
+        );
+        let spans = client
+            .query_spans(&agl_store::SpanQuery::for_rollout(ids[3].clone()))
+            .await
+            .expect("spans");
+        assert_eq!(agl_adapter_reward(&spans.items), Some(0.3));
+    });
+
+    let stop = Command::new("kill")
+        .args(["-TERM", &runner.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(stop.success());
+    let exited = runner.wait().expect("runner exits");
+    assert!(exited.success(), "{exited:?}");
+    assert!(wait_for_line(&runner_lines, "stopped after").contains("10 succeeded"));
+    let stop = Command::new("kill")
+        .args(["-INT", &store.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(stop.success());
+    assert!(store.wait().expect("store exits").success());
+}
+
+/// The final reward among spans, read the way the runner's reward spans are written.
+fn agl_adapter_reward(spans: &[std::sync::Arc<agl_store::Span>]) -> Option<f64> {
+    spans
+        .iter()
+        .filter(|s| s.name == "agentlightning.annotation")
+        .filter_map(|s| {
+            s.attributes
+                .get("agentlightning.reward.0.value")
+                .and_then(Value::as_f64)
+        })
+        .last()
+}

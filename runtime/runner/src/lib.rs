@@ -17,4 +17,4 @@ pub use hooks::{Hook, HookContext};
 pub use report::{RunReport, SplitReport};
 pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions};
 pub use shutdown::Shutdown;
-pub use trainer::{FitReport, FitRequest, FitStatus, Trainer, TrainerError, TrainerOptions};
+pub use trainer::{FitReport, FitRequest, FitStatus, RemoteRunners, Trainer, TrainerError, TrainerOptions};

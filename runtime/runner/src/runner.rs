@@ -21,7 +21,9 @@ use thiserror::Error;
 /// How a runner polls and reports.
 #[derive(Debug, Clone)]
 pub struct RunnerOptions {
-    /// Interval of worker heartbeats (`update_worker`).
+    /// Interval of heartbeats: the worker's (`update_worker`, with its counts) and the running
+    /// attempt's (`update_attempt` with `last_heartbeat_time`), so that an agent waiting on a slow
+    /// LLM call is not taken for unresponsive while a dead runner's attempt is.
     pub heartbeat_interval: Duration,
     /// First wait after an empty queue; doubles up to `max_poll_interval` while it stays empty.
     pub min_poll_interval: Duration,
@@ -31,7 +33,7 @@ pub struct RunnerOptions {
 impl Default for RunnerOptions {
     fn default() -> Self {
         Self {
-            heartbeat_interval: Duration::from_secs(5),
+            heartbeat_interval: Duration::from_secs(2),
             min_poll_interval: Duration::from_millis(1),
             max_poll_interval: Duration::from_millis(50),
         }
@@ -73,6 +75,8 @@ pub struct Runner {
     worker_id: Arc<str>,
     options: RunnerOptions,
     counters: Arc<RunnerCounters>,
+    /// The attempt running now (rollout id, attempt id), for its heartbeats.
+    current: Arc<parking_lot::Mutex<Option<(String, String)>>>,
 }
 
 impl Runner {
@@ -94,6 +98,7 @@ impl Runner {
             worker_id,
             options: RunnerOptions::default(),
             counters: Arc::default(),
+            current: Arc::default(),
         }
     }
 
@@ -201,6 +206,7 @@ impl Runner {
     /// Runs one attempt to its end and finalizes it in the store.
     async fn execute(&self, rollout: &AttemptedRollout) -> AttemptOutcome {
         let (r, a) = (&rollout.rollout, &rollout.attempt);
+        *self.current.lock() = Some((r.rollout_id.clone(), a.attempt_id.clone()));
         let resources = self.resources_for(rollout).await;
         self.hooks.rollout_start(r, a);
         let outcome = match resources {
@@ -219,6 +225,7 @@ impl Runner {
             Err(reason) => AttemptOutcome::failed_before_start(reason),
         };
         self.finalize(rollout, outcome.status, outcome.failure.as_deref()).await;
+        *self.current.lock() = None;
         match outcome.status {
             AttemptStatus::Succeeded => self.counters.succeeded.fetch_add(1, Ordering::Relaxed),
             _ => self.counters.failed.fetch_add(1, Ordering::Relaxed),
@@ -260,6 +267,7 @@ impl Runner {
         let store = self.store.clone();
         let worker_id = self.worker_id.clone();
         let counters = self.counters.clone();
+        let current = self.current.clone();
         let interval = self.options.heartbeat_interval;
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(interval);
@@ -277,7 +285,28 @@ impl Runner {
                 if let Err(e) = store.update_worker(&worker_id, update).await {
                     tracing::warn!(worker = %worker_id, "heartbeat failed: {e}");
                 }
+                let running = current.lock().clone();
+                if let Some((rollout_id, attempt_id)) = running {
+                    let update = AttemptUpdate {
+                        last_heartbeat_time: Some(unix_now()),
+                        ..AttemptUpdate::default()
+                    };
+                    if let Err(e) = store
+                        .update_attempt(&rollout_id, AttemptRef::Id(&attempt_id), update)
+                        .await
+                    {
+                        tracing::warn!(worker = %worker_id, "attempt heartbeat failed: {e}");
+                    }
+                }
             }
         })
     }
+}
+
+/// Seconds since the Unix epoch, as the store's times are.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
 }

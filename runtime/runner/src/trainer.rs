@@ -17,6 +17,15 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::task::JoinSet;
 
+/// Runners outside this process (the client-server strategy): the trainer starts none itself and
+/// stops these when the algorithm ends or the run is stopped.
+#[async_trait::async_trait]
+pub trait RemoteRunners: Send + Sync {
+    /// Asks them to stop (finishing what they run), waits up to `grace` — less when `forced`
+    /// fires — then stops them for good. Returns whether it had to.
+    async fn stop(&self, grace: Duration, forced: &Shutdown) -> bool;
+}
+
 /// How the trainer runs.
 #[derive(Clone)]
 pub struct TrainerOptions {
@@ -28,6 +37,8 @@ pub struct TrainerOptions {
     /// How often buffered spans are flushed to the store.
     pub span_flush_interval: Duration,
     pub hooks: Arc<[Arc<dyn Hook>]>,
+    /// Client-server: the runners are other processes (`runners` is then not used here).
+    pub remote: Option<Arc<dyn RemoteRunners>>,
 }
 
 impl Default for TrainerOptions {
@@ -38,6 +49,7 @@ impl Default for TrainerOptions {
             runner: RunnerOptions::default(),
             span_flush_interval: Duration::from_millis(100),
             hooks: Arc::new([]),
+            remote: None,
         }
     }
 }
@@ -75,9 +87,8 @@ pub struct FitReport {
     pub status: FitStatus,
     /// The algorithm's outcome, unless the run was interrupted first.
     pub algorithm: Option<AlgorithmOutcome>,
-    /// Attempts the runners finished, by outcome.
-    pub attempts_succeeded: u64,
-    pub attempts_failed: u64,
+    /// Attempts this process's runners finished, by outcome (`None` with remote runners).
+    pub attempts: Option<(u64, u64)>,
     /// Whether running attempts had to be abandoned.
     pub forced: bool,
     pub elapsed: Duration,
@@ -124,7 +135,12 @@ impl Trainer {
         let runner_stop = shutdown.child();
         let mut runners = JoinSet::new();
         let mut counters = Vec::new();
-        for index in 0..self.options.runners.max(1) {
+        let local_runners = if self.options.remote.is_some() {
+            0
+        } else {
+            self.options.runners.max(1)
+        };
+        for index in 0..local_runners {
             let runner = Runner::new(
                 format!("runner-{index}"),
                 self.store.clone(),
@@ -171,8 +187,12 @@ impl Trainer {
         Ok(FitReport {
             status,
             algorithm,
-            attempts_succeeded: counters.iter().map(|c| c.succeeded()).sum(),
-            attempts_failed: counters.iter().map(|c| c.failed()).sum(),
+            attempts: self.options.remote.is_none().then(|| {
+                (
+                    counters.iter().map(|c| c.succeeded()).sum(),
+                    counters.iter().map(|c| c.failed()).sum(),
+                )
+            }),
             forced,
             elapsed: started.elapsed(),
         })

@@ -201,7 +201,7 @@ async fn a_fit_runs_the_baseline_with_two_runners_to_completion() {
     };
     let report = trainer.fit(request, &Shutdown::new()).await.expect("fit");
     assert_eq!(report.status, FitStatus::Completed, "{report:?}");
-    assert_eq!((report.attempts_succeeded, report.attempts_failed), (5, 1));
+    assert_eq!(report.attempts, Some((5, 1)));
     assert!(!report.forced);
     let best = observer.recorded().best.expect("the baseline reports a best result");
     // val: 0.25 and a failure counted as 0.

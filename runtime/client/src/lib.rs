@@ -1,0 +1,14 @@
+//! `HttpStoreClient`: the [`LightningStore`](agl_store::LightningStore) trait over HTTP, speaking
+//! Agent-lightning 0.3.0's wire API (`/v1/agl/...`), so runners and algorithms use a remote store
+//! (ours, or Agent-lightning's own `agl store`) exactly as they use an in-memory one.
+//!
+//! - One keep-alive connection pool per client; a bearer token when the server wants one.
+//! - 5xx, 408 and network errors are retried with backoff, probing `/health` between tries;
+//!   other 4xx answers are final and become typed [`StoreError`](agl_store::StoreError)s.
+
+mod options;
+mod store_impl;
+mod transport;
+
+pub use options::ClientOptions;
+pub use transport::HttpStoreClient;

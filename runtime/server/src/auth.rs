@@ -1,0 +1,81 @@
+//! Bearer-token check: with a token configured, every request but `GET /v1/agl/health` must
+//! carry `Authorization: Bearer <token>`, else it gets a JSON 401.
+
+use crate::error::ApiError;
+use axum::extract::{Request, State};
+use axum::http::{Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// The only route that answers without the token (0.3.0's client probes it between retries).
+pub(crate) const HEALTH_PATH: &str = "/v1/agl/health";
+
+/// The token the requests must present.
+#[derive(Clone)]
+pub(crate) struct ExpectedToken(pub Arc<str>);
+
+/// Middleware: lets the request through when it is the health probe or carries the token.
+pub(crate) async fn require_bearer(State(expected): State<ExpectedToken>, request: Request, next: Next) -> Response {
+    let is_health = matches!(*request.method(), Method::GET | Method::HEAD) && request.uri().path() == HEALTH_PATH;
+    if is_health || presents(&request, &expected.0) {
+        next.run(request).await
+    } else {
+        ApiError::unauthorized().into_response()
+    }
+}
+
+/// True when the request's `Authorization` header is `Bearer <expected>` (scheme in any case).
+fn presents(request: &Request, expected: &str) -> bool {
+    let Some(value) = request.headers().get(header::AUTHORIZATION) else {
+        return false;
+    };
+    let token = value
+        .as_bytes()
+        .split_at_checked(6)
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer"))
+        .and_then(|(_, rest)| rest.strip_prefix(b" "));
+    match token {
+        Some(token) => !expected.is_empty() && constant_time_eq(token.trim_ascii(), expected.as_bytes()),
+        None => false,
+    }
+}
+
+/// Compares without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(authorization: Option<&str>) -> Request {
+        let mut builder = Request::builder().uri("/v1/agl/statistics");
+        if let Some(value) = authorization {
+            builder = builder.header(header::AUTHORIZATION, value);
+        }
+        builder.body(axum::body::Body::empty()).expect("valid request")
+    }
+
+    #[test]
+    fn accepts_only_the_exact_bearer_token() {
+        assert!(presents(&request(Some("Bearer t0k")), "t0k"));
+        assert!(presents(&request(Some("bearer t0k")), "t0k"));
+        assert!(!presents(&request(Some("Bearer t0")), "t0k"));
+        assert!(!presents(&request(Some("Bearer t0kk")), "t0k"));
+        assert!(!presents(&request(Some("Basic t0k")), "t0k"));
+        assert!(!presents(&request(Some("Bearert0k")), "t0k"));
+        assert!(!presents(&request(Some("Bearer")), "t0k"));
+        assert!(!presents(&request(None), "t0k"));
+    }
+
+    #[test]
+    fn an_empty_token_matches_nothing() {
+        assert!(!presents(&request(Some("Bearer ")), ""));
+        assert!(!presents(&request(Some("Bearer  ")), ""));
+    }
+}

@@ -1,0 +1,112 @@
+//! Request extractors whose every rejection is a JSON [`ApiError`]: JSON bodies (required or
+//! optional), raw bodies, path parameters. Bodies are read under the configured size limit (413).
+
+use crate::error::ApiError;
+use crate::routes::AppState;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+
+/// The request body, read whole (at most `max_body_bytes`).
+pub(crate) struct RawBody(pub Bytes);
+
+impl FromRequest<AppState> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let too_large = || {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request body is larger than the limit of {} bytes",
+                    state.max_body_bytes
+                ),
+            )
+        };
+        // A declared length over the limit is refused before waiting for any of the body.
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok());
+        if declared.is_some_and(|length| length > state.max_body_bytes as u64) {
+            return Err(too_large());
+        }
+        match Bytes::from_request(request, state).await {
+            Ok(bytes) => Ok(Self(bytes)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
+            Err(rejection) => Err(ApiError::bad_request(format!(
+                "cannot read the request body: {}",
+                rejection.body_text()
+            ))),
+        }
+    }
+}
+
+/// A required JSON body. Like FastAPI, the content type is not checked; a missing, malformed or
+/// mis-shaped body is a 422.
+pub(crate) struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let RawBody(bytes) = RawBody::from_request(request, state).await?;
+        if is_blank(&bytes) {
+            return Err(ApiError::unprocessable("a JSON request body is required"));
+        }
+        parse_json(&bytes).map(Self)
+    }
+}
+
+/// An optional JSON body: absent, empty or `null` gives `None` (0.3.0's `Body(None)` routes).
+pub(crate) struct OptionalJsonBody<T>(pub Option<T>);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let RawBody(bytes) = RawBody::from_request(request, state).await?;
+        if is_blank(&bytes) {
+            return Ok(Self(None));
+        }
+        parse_json::<Option<T>>(&bytes).map(Self)
+    }
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|error| {
+        let what = match error.classify() {
+            serde_json::error::Category::Data => "request body does not match the expected shape",
+            _ => "request body is not valid JSON",
+        };
+        ApiError::unprocessable(format!("{what}: {error}"))
+    })
+}
+
+/// Path parameters; a segment that cannot be decoded is a 400.
+pub(crate) struct PathParams<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for PathParams<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value)),
+            Err(rejection) => Err(ApiError::bad_request(format!(
+                "bad path parameter: {}",
+                rejection.body_text()
+            ))),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Agent-lightning 0.3.0's LightningStore HTTP API, served by axum over any
+//! `Arc<dyn LightningStore>`.
+//!
+//! Routes, JSON shapes and status codes follow 0.3.0's server (`/v1/agl/...`, see
+//! `shared/reference/agentlightning-0.3-wire/`), so 0.3.0's Python `LightningStoreClient` can drive
+//! our store. Where 0.3.0 answered an unknown id with a 500 (which its client retries), we answer
+//! a 4xx or `null`. The server binds loopback by default, can require a bearer token, bounds
+//! request bodies and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
+//! (OTLP/HTTP) is served too, by `agl_otlp`.
+//!
+//! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
+//! and runs it until [`ServerHandle::shutdown`].
+
+mod auth;
+mod error;
+mod extract;
+mod options;
+mod query_string;
+mod routes;
+mod server;
+
+pub use error::ServerError;
+pub use options::{DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, ServerOptions};
+pub use server::{SHUTDOWN_GRACE, ServerHandle, serve};
+
+use agl_store::LightningStore;
+use std::sync::Arc;
+
+/// The whole HTTP API over `store`, with the options' token check and body limit applied.
+/// `host` and `port` are not used here (see [`serve`]).
+pub fn router(store: Arc<dyn LightningStore>, options: &ServerOptions) -> axum::Router {
+    routes::build(store, options, None)
+}

@@ -1,0 +1,132 @@
+//! The route table of the 0.3.0 store API (one module per resource) and `POST /v1/traces`, the
+//! shared state, and the JSON 404 / 405 fallbacks.
+
+mod attempts;
+mod otlp;
+mod resources;
+mod rollouts;
+mod spans;
+mod system;
+mod waits;
+mod workers;
+
+use crate::auth::{self, ExpectedToken};
+use crate::error::ApiError;
+use crate::options::ServerOptions;
+use agl_store::LightningStore;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// What every handler sees.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub store: Arc<dyn LightningStore>,
+    pub max_body_bytes: usize,
+    /// Turns `true` when the server shuts down (long waits then answer at once); `None` when the
+    /// router runs outside [`crate::serve`].
+    pub shutdown: Option<watch::Receiver<bool>>,
+}
+
+impl AppState {
+    /// Resolves once shutdown has begun; never when there is no shutdown signal.
+    pub async fn shutting_down(&self) {
+        if let Some(mut signal) = self.shutdown.clone()
+            && signal.wait_for(|stopping| *stopping).await.is_ok()
+        {
+            return;
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
+/// A `201 Created` JSON answer.
+pub(crate) type Created<T> = (StatusCode, axum::Json<T>);
+
+pub(crate) fn created<T>(value: T) -> Created<T> {
+    (StatusCode::CREATED, axum::Json(value))
+}
+
+/// Builds the router: routes, fallbacks, body limit, then (outermost) the token check.
+pub(crate) fn build(
+    store: Arc<dyn LightningStore>,
+    options: &ServerOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+) -> Router {
+    let state = AppState {
+        store,
+        max_body_bytes: options.max_body_bytes,
+        shutdown,
+    };
+    // Where a fixed segment (`search`, `latest`) shadows a `{param}` route, the fixed route also
+    // takes the param route's other method with the literal as the id, so nothing becomes a 405.
+    let router = Router::new()
+        .route(auth::HEALTH_PATH, get(system::health))
+        .route("/v1/agl/statistics", get(system::statistics))
+        .route("/v1/agl/queues/rollouts/enqueue", post(rollouts::enqueue))
+        .route("/v1/agl/queues/rollouts/dequeue", post(rollouts::dequeue))
+        .route("/v1/agl/rollouts", post(rollouts::start).get(rollouts::query))
+        .route(
+            "/v1/agl/rollouts/search",
+            post(rollouts::search).get(rollouts::get_named_search),
+        )
+        .route(
+            "/v1/agl/rollouts/{rollout_id}",
+            get(rollouts::get).post(rollouts::update),
+        )
+        .route(
+            "/v1/agl/rollouts/{rollout_id}/attempts",
+            post(attempts::start).get(attempts::query),
+        )
+        .route("/v1/agl/rollouts/{rollout_id}/attempts/search", post(attempts::search))
+        .route(
+            "/v1/agl/rollouts/{rollout_id}/attempts/latest",
+            get(attempts::latest).post(attempts::update_latest),
+        )
+        .route(
+            "/v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}",
+            post(attempts::update),
+        )
+        .route("/v1/agl/workers", get(workers::query))
+        .route(
+            "/v1/agl/workers/search",
+            post(workers::search).get(workers::get_named_search),
+        )
+        .route("/v1/agl/workers/{worker_id}", get(workers::get).post(workers::update))
+        .route("/v1/agl/resources", get(resources::query).post(resources::add))
+        .route(
+            "/v1/agl/resources/latest",
+            get(resources::latest).post(resources::update_named_latest),
+        )
+        .route(
+            "/v1/agl/resources/{resources_id}",
+            get(resources::get).post(resources::update),
+        )
+        .route("/v1/agl/spans", post(spans::add).get(spans::query))
+        .route("/v1/agl/spans/search", post(spans::search))
+        .route("/v1/agl/spans/next", post(spans::next_sequence_id))
+        .route("/v1/agl/waits/rollouts", post(waits::wait_for_rollouts))
+        .route("/v1/traces", post(otlp::traces))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(options.max_body_bytes));
+    match &options.token {
+        Some(token) => router.layer(axum::middleware::from_fn_with_state(
+            ExpectedToken(Arc::from(token.as_str())),
+            auth::require_bearer,
+        )),
+        None => router,
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("Not Found")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
+}
