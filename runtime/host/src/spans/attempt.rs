@@ -6,6 +6,7 @@ use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, Span as SdkSpan};
 use std::borrow::Cow;
+use std::time::SystemTime;
 
 /// A span in flight (e.g. an LLM call): set attributes as results arrive, then end it.
 pub struct LiveSpan(SdkSpan);
@@ -66,11 +67,19 @@ impl AttemptTrace {
             .start_with_context(&self.tracer, self.parent())
     }
 
-    /// Records a host call that completes at once (a log line, a reward).
+    /// Records a host call that completes at once (a log line, a reward): one clock read serves
+    /// as its start and its end.
     pub fn instant(&self, name: &'static str, attributes: Vec<KeyValue>, status: Status) {
-        let mut span = self.start_span(name, SpanKind::Internal, attributes);
+        let now = SystemTime::now();
+        let mut span = self
+            .tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Internal)
+            .with_start_time(now)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, self.parent());
         span.set_status(status);
-        span.end();
+        span.end_with_timestamp(now);
     }
 
     /// Starts a span for a host call that takes time (an LLM call).

@@ -48,6 +48,21 @@ fn attributes(pairs: &[KeyValue]) -> JsonMap {
         .collect()
 }
 
+/// Like [`attributes`], moving string values out instead of copying them (the span's own
+/// attributes: a log message or a prompt can be long).
+fn owned_attributes(pairs: Vec<KeyValue>) -> JsonMap {
+    pairs
+        .into_iter()
+        .map(|kv| {
+            let value = match kv.value {
+                Value::String(s) => Json::String(s.into()),
+                other => json(&other),
+            };
+            (kv.key.as_str().to_owned(), value)
+        })
+        .collect()
+}
+
 fn context(trace_id: String, span_id: String) -> SpanContext {
     SpanContext {
         trace_id,
@@ -59,7 +74,7 @@ fn context(trace_id: String, span_id: String) -> SpanContext {
 }
 
 /// Converts a finished span of `rollout_id`/`attempt_id` with its store sequence id.
-pub fn to_store_span(data: &SpanData, rollout_id: &str, attempt_id: &str, sequence_id: u64) -> Span {
+pub fn to_store_span(data: SpanData, rollout_id: &str, attempt_id: &str, sequence_id: u64) -> Span {
     let trace_id = hex(&data.span_context.trace_id().to_bytes());
     let span_id = hex(&data.span_context.span_id().to_bytes());
     let parent_id =
@@ -109,9 +124,9 @@ pub fn to_store_span(data: &SpanData, rollout_id: &str, attempt_id: &str, sequen
         trace_id,
         span_id,
         parent_id,
-        name: data.name.to_string(),
+        name: data.name.into_owned(),
         status,
-        attributes: attributes(&data.attributes),
+        attributes: owned_attributes(data.attributes),
         events,
         links,
         start_time: Some(seconds(data.start_time)),

@@ -132,7 +132,7 @@ impl SpanRecorder {
         let sequence_ids = self.inner.store.get_next_span_sequence_ids(&pairs).await?;
         let mut sequence_ids = sequence_ids.into_iter();
         let mut spans = Vec::with_capacity(pairs.len());
-        for (data, owner) in batch.iter().zip(&owners) {
+        for (data, owner) in batch.into_iter().zip(&owners) {
             let Some((rollout_id, attempt_id)) = owner else {
                 self.inner.pending.dropped.fetch_add(1, Ordering::Relaxed);
                 continue;
