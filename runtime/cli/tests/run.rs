@@ -673,11 +673,11 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
 fn agl_adapter_reward(spans: &[std::sync::Arc<agl_store::Span>]) -> Option<f64> {
     spans
         .iter()
+        .rev()
         .filter(|s| s.name == "agentlightning.annotation")
-        .filter_map(|s| {
+        .find_map(|s| {
             s.attributes
                 .get("agentlightning.reward.0.value")
                 .and_then(Value::as_f64)
         })
-        .last()
 }

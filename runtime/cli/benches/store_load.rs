@@ -1,0 +1,495 @@
+//! HTTP throughput of `agl-host store` against Agent-lightning 0.3.0's own store server (`agl
+//! store`: `LightningStoreServer` over its `InMemoryLightningStore`, from the venv that
+//! `tests/python/prepare_venv.py` keeps in `target/py/agl-0.3`). One load generator (this binary:
+//! Tokio tasks, each with one keep-alive HTTP/1.1 connection and one request in flight, through a
+//! minimal HTTP client) sends the same request bodies to both servers, at 1 and 16 connections:
+//!
+//! - `enqueue`: `POST /v1/agl/queues/rollouts/enqueue` with one rollout (what `enqueue_rollout` sends);
+//! - `dequeue`: `POST /v1/agl/queues/rollouts/dequeue` `{limit: 1, worker_id}`, draining what the
+//!   enqueue phase before it queued (only non-empty answers count; the phase ends when the queue
+//!   is empty or the time is up);
+//! - `add_span`: `POST /v1/agl/spans`, a fresh span (new span_id and sequence_id) per request into
+//!   the task's own attempt (made by `POST /v1/agl/rollouts` before the clock starts);
+//! - `query_spans`: `POST /v1/agl/spans/search` for all 20 spans of one rollout, sorted by
+//!   sequence_id (what `query_spans(rollout_id)` sends).
+//!
+//! Run: `cargo bench -p agl-host --bench store_load` (`-- --quick` for a smoke run, `-- --secs N`
+//! per phase, `-- --ours-only` to skip the Python server). The machine's cores are shared by the
+//! generator and the server under test; the figures are for this box only.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Barrier;
+
+const CONNECTIONS: [usize; 2] = [1, 16];
+const SPANS_PER_QUERIED_ROLLOUT: usize = 20;
+const OPERATIONS: [&str; 4] = ["enqueue", "dequeue", "add_span", "query_spans"];
+
+// ------------------------------------------------------------------ servers
+
+/// A server child process, killed on drop.
+struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`
+    host: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
+}
+
+/// `agl-host store --port 0` (this bench's own release build); reads the URL from stderr.
+fn start_ours() -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .args(["store", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host store starts");
+    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    // From here on the child is killed and reaped on drop, whatever happens.
+    let mut server = Server {
+        child,
+        host: String::new(),
+    };
+    server.host = read_host(stderr).expect("agl-host store exited before printing its URL");
+    server
+}
+
+/// Reads stderr up to the "listening on http://HOST" line, then drains the rest on a thread (so
+/// the server never blocks on a full pipe). None when stderr ends first.
+fn read_host(mut stderr: BufReader<ChildStderr>) -> Option<String> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if stderr.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if let Some(rest) = line.trim().strip_prefix("agl-host store: listening on ") {
+            let url = rest.split_whitespace().next()?;
+            let host = url.strip_prefix("http://")?.to_string();
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            return Some(host);
+        }
+    }
+}
+
+/// The venv's python, creating the venv on the first run (see tests/python/prepare_venv.py).
+fn prepare_venv() -> PathBuf {
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("py/agl-0.3");
+    let output = Command::new("python3")
+        .arg(workspace_root().join("tests/python/prepare_venv.py"))
+        .arg(&venv)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("python3 (3.10 or newer, with venv and pip) is needed for Agent-lightning's server");
+    assert!(output.status.success(), "preparing the venv failed ({})", output.status);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    PathBuf::from(stdout.lines().last().expect("the venv's python").trim())
+}
+
+/// Agent-lightning 0.3.0's `agl store` (in-memory backend, one asyncio worker: its CLI's defaults)
+/// on a free port; returns once `/v1/agl/health` answers.
+async fn start_theirs(python: &Path) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let agl = python.with_file_name("agl");
+    let child = Command::new(agl)
+        .args([
+            "store",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--log-level",
+            "WARNING",
+        ])
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the venv's `agl store` starts");
+    let server = Server {
+        child,
+        host: format!("127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Ok(mut conn) = Conn::open(&server.host).await
+            && conn.request("GET", "/v1/agl/health", b"").await.0 == 200
+        {
+            return server;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Agent-lightning's server did not become healthy in 180 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// ------------------------------------------------------------------ request bodies
+
+fn enqueue_body() -> String {
+    json!({"rollouts": [{"input": {"question": "What is 6 * 7?", "answer": 42}, "mode": "train",
+        "resources_id": null, "config": null, "metadata": null}]})
+    .to_string()
+}
+
+fn dequeue_body(task: usize) -> String {
+    json!({"limit": 1, "worker_id": format!("bench-worker-{task}")}).to_string()
+}
+
+fn start_rollout_body() -> String {
+    json!({"input": {"question": "spans"}, "mode": "train", "resources_id": null, "config": null,
+        "metadata": null, "worker_id": null})
+    .to_string()
+}
+
+/// A span as Agent-lightning's tracer stores it: an LLM call with a short prompt.
+fn span_body(rollout_id: &str, attempt_id: &str, task: usize, n: usize) -> String {
+    let span_id = format!("{:04x}{:012x}", task, n);
+    json!({
+        "rollout_id": rollout_id, "attempt_id": attempt_id, "sequence_id": n + 1,
+        "trace_id": format!("{:032x}", 0xbe7c_0000_u64 + task as u64), "span_id": span_id, "parent_id": null,
+        "name": "openai.chat.completion", "status": {"status_code": "OK", "description": null},
+        "attributes": {"gen_ai.system": "openai", "gen_ai.request.model": "bench-model",
+            "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Solve this problem. Give the final answer as a number on the last line. Problem: What is 6 * 7?",
+            "gen_ai.completion.0.content": "6 * 7 = 42\n42", "gen_ai.usage.prompt_tokens": 31, "gen_ai.usage.completion_tokens": 7},
+        "events": [], "links": [], "start_time": 1_790_000_000.0 + n as f64, "end_time": 1_790_000_000.5 + n as f64,
+        "context": null, "parent": null,
+        "resource": {"attributes": {"service.name": "bench"}, "schema_url": ""}
+    })
+    .to_string()
+}
+
+fn query_spans_body(rollout_id: &str) -> String {
+    json!({"rollout_id": rollout_id, "limit": -1, "offset": 0, "filter_logic": "and",
+        "sort_by": "sequence_id", "sort_order": "asc"})
+    .to_string()
+}
+
+// ------------------------------------------------------------------ HTTP/1.1 client
+
+/// One keep-alive HTTP/1.1 connection sending one request at a time: just enough HTTP for these
+/// two servers (responses with Content-Length), so the generator's cost per request stays far below
+/// a general client's and the server's.
+struct Conn {
+    stream: TcpStream,
+    host: String,
+    out: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    async fn open(host: &str) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(host).await?;
+        stream.set_nodelay(true)?;
+        Ok(Conn {
+            stream,
+            host: host.to_string(),
+            out: Vec::with_capacity(4096),
+            buf: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// Sends a request and reads the whole response: (status, body).
+    async fn request(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, &[u8]) {
+        self.out.clear();
+        write!(
+            self.out,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.host,
+            body.len()
+        )
+        .expect("write to a Vec");
+        self.out.extend_from_slice(body);
+        self.stream.write_all(&self.out).await.expect("send the request");
+        self.buf.clear();
+        let head_len = loop {
+            self.fill(path).await;
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end + 4;
+            }
+        };
+        let head = std::str::from_utf8(&self.buf[..head_len]).expect("ASCII response head");
+        let status: u16 = head.get(9..12).and_then(|s| s.parse().ok()).expect("HTTP status line");
+        let length = content_length(head).unwrap_or_else(|| panic!("{path}: no Content-Length in\n{head}"));
+        while self.buf.len() < head_len + length {
+            self.fill(path).await;
+        }
+        assert_eq!(self.buf.len(), head_len + length, "{path}: bytes after the response");
+        (status, &self.buf[head_len..])
+    }
+
+    async fn fill(&mut self, path: &str) {
+        let mut chunk = [0u8; 16 * 1024];
+        let read = self.stream.read(&mut chunk).await.expect("read the response");
+        assert!(read > 0, "{path}: the server closed the connection");
+        self.buf.extend_from_slice(&chunk[..read]);
+    }
+
+    async fn post_json(&mut self, path: &str, body: &str, want: u16) -> Value {
+        let (status, bytes) = self.request("POST", path, body.as_bytes()).await;
+        assert_eq!(status, want, "POST {path}: {}", String::from_utf8_lossy(bytes));
+        serde_json::from_slice(bytes).expect("JSON answer")
+    }
+}
+
+fn content_length(head: &str) -> Option<usize> {
+    head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        assert!(
+            !(name.eq_ignore_ascii_case("transfer-encoding") && value.trim().eq_ignore_ascii_case("chunked")),
+            "chunked responses are not supported by this generator"
+        );
+        name.eq_ignore_ascii_case("content-length")
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
+/// `POST /v1/agl/rollouts` (start_rollout): a rollout with a running-to-be attempt, untimed.
+async fn start_rollout(conn: &mut Conn) -> (String, String) {
+    let started = conn.post_json("/v1/agl/rollouts", &start_rollout_body(), 201).await;
+    let rollout_id = started["rollout_id"].as_str().expect("rollout_id").to_string();
+    let attempt_id = started["attempt"]["attempt_id"]
+        .as_str()
+        .expect("attempt_id")
+        .to_string();
+    (rollout_id, attempt_id)
+}
+
+// ------------------------------------------------------------------ load generation
+
+/// What each request of a phase does.
+#[derive(Clone)]
+enum Work {
+    Enqueue,
+    Dequeue,
+    AddSpan,
+    QuerySpans { rollout_id: String },
+}
+
+/// One phase's result: operations per second, and the CPU the server and this generator used
+/// meanwhile (1.0 = one core busy all the time; None where /proc is not readable).
+struct Phase {
+    rate: f64,
+    server_cpu: Option<f64>,
+    generator_cpu: Option<f64>,
+}
+
+/// CPU seconds (user + system, all threads) a process has used so far, from /proc (Linux).
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ, 100 on Linux
+}
+
+/// Runs `conns` connections for up to `secs`.
+async fn measure(host: &str, server_pid: u32, work: &Work, conns: usize, secs: f64) -> Phase {
+    let server_pid = server_pid.to_string();
+    let barrier = Arc::new(Barrier::new(conns + 1));
+    let mut tasks = Vec::new();
+    for task in 0..conns {
+        let (barrier, host, work) = (Arc::clone(&barrier), host.to_string(), work.clone());
+        tasks.push(tokio::spawn(async move {
+            run_connection(&host, &work, task, barrier, secs).await
+        }));
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let cpu_before = (cpu_seconds(&server_pid), cpu_seconds("self"));
+    let mut ops = 0u64;
+    let mut last_end = started;
+    for task in tasks {
+        let (count, ended) = task.await.expect("load task");
+        ops += count;
+        last_end = last_end.max(ended);
+    }
+    let wall = (last_end - started).as_secs_f64();
+    let share = |before: Option<f64>, after: Option<f64>| Some((after? - before?) / wall);
+    Phase {
+        rate: ops as f64 / wall,
+        server_cpu: share(cpu_before.0, cpu_seconds(&server_pid)),
+        generator_cpu: share(cpu_before.1, cpu_seconds("self")),
+    }
+}
+
+/// One keep-alive connection: set-up (its own attempt for add_span), then the start barrier,
+/// then requests until the deadline.
+async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barrier>, secs: f64) -> (u64, Instant) {
+    let mut conn = Conn::open(host).await.expect("connect");
+    let attempt = match work {
+        Work::AddSpan => Some(start_rollout(&mut conn).await),
+        _ => None,
+    };
+    // Fixed bodies are serialised once; a span body is built per request (new ids).
+    let (path, fixed_body, want) = match work {
+        Work::Enqueue => ("/v1/agl/queues/rollouts/enqueue", enqueue_body(), 201),
+        Work::Dequeue => ("/v1/agl/queues/rollouts/dequeue", dequeue_body(task), 200),
+        Work::AddSpan => ("/v1/agl/spans", String::new(), 201),
+        Work::QuerySpans { rollout_id } => ("/v1/agl/spans/search", query_spans_body(rollout_id), 200),
+    };
+    barrier.wait().await;
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let mut count = 0u64;
+    while Instant::now() < deadline {
+        let span;
+        let body = match &attempt {
+            Some((rollout_id, attempt_id)) => {
+                span = span_body(rollout_id, attempt_id, task, count as usize);
+                &span
+            }
+            None => &fixed_body,
+        };
+        let (status, answer) = conn.request("POST", path, body.as_bytes()).await;
+        assert_eq!(status, want, "POST {path}: {}", String::from_utf8_lossy(answer));
+        if matches!(work, Work::Dequeue) && answer.starts_with(b"[]") {
+            break; // the queue is drained
+        }
+        count += 1;
+    }
+    (count, Instant::now())
+}
+
+/// One rollout with SPANS_PER_QUERIED_ROLLOUT spans, for the query phase.
+async fn rollout_with_spans(host: &str) -> String {
+    let mut conn = Conn::open(host).await.expect("connect");
+    let (rollout_id, attempt_id) = start_rollout(&mut conn).await;
+    for n in 0..SPANS_PER_QUERIED_ROLLOUT {
+        let body = span_body(&rollout_id, &attempt_id, 9999, n);
+        conn.post_json("/v1/agl/spans", &body, 201).await;
+    }
+    let found = conn
+        .post_json("/v1/agl/spans/search", &query_spans_body(&rollout_id), 200)
+        .await;
+    assert_eq!(
+        found["total"], SPANS_PER_QUERIED_ROLLOUT,
+        "spans of the queried rollout: {found}"
+    );
+    rollout_id
+}
+
+/// Every (operation, connections) figure for one server, in table order.
+async fn run_all(name: &str, server: &Server, secs: f64) -> Vec<f64> {
+    let (host, pid) = (server.host.as_str(), server.child.id());
+    let mut figures = vec![0.0; OPERATIONS.len() * CONNECTIONS.len()];
+    let queried = rollout_with_spans(host).await;
+    for (c, &conns) in CONNECTIONS.iter().enumerate() {
+        let plan = [
+            Work::Enqueue,
+            Work::Dequeue,
+            Work::AddSpan,
+            Work::QuerySpans {
+                rollout_id: queried.clone(),
+            },
+        ];
+        for (o, work) in plan.iter().enumerate() {
+            let phase = measure(host, pid, work, conns, secs).await;
+            let percent = |cpu: Option<f64>| cpu.map_or("?".to_string(), |cpu| format!("{:.0}%", cpu * 100.0));
+            eprintln!(
+                "  {name:<6} {:<12} {conns:>2} connection(s): {:>9.0} ops/s  (CPU: server {}, generator {})",
+                OPERATIONS[o],
+                phase.rate,
+                percent(phase.server_cpu),
+                percent(phase.generator_cpu)
+            );
+            figures[o * CONNECTIONS.len() + c] = phase.rate;
+        }
+        drain_queue(host).await;
+    }
+    figures
+}
+
+/// Dequeues until the queue is empty (when a dequeue phase ran out of time before the queue did),
+/// so every enqueue/dequeue pair starts from an empty queue.
+async fn drain_queue(host: &str) {
+    let mut conn = Conn::open(host).await.expect("connect");
+    let body = json!({"limit": 1000, "worker_id": "bench-drain"}).to_string();
+    loop {
+        let drained = conn.post_json("/v1/agl/queues/rollouts/dequeue", &body, 200).await;
+        if drained.as_array().is_none_or(|items| items.is_empty()) {
+            return;
+        }
+    }
+}
+
+fn print_table(ours: &[f64], theirs: Option<&[f64]>) {
+    println!(
+        "{:<12} {:>11} {:>14} {:>14} {:>9}",
+        "operation", "connections", "ops/s ours", "ops/s theirs", "ratio"
+    );
+    for (o, op) in OPERATIONS.iter().enumerate() {
+        for (c, conns) in CONNECTIONS.iter().enumerate() {
+            let i = o * CONNECTIONS.len() + c;
+            let (theirs_cell, ratio_cell) = match theirs {
+                Some(theirs) => (format!("{:.0}", theirs[i]), format!("{:.1}x", ours[i] / theirs[i])),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            println!(
+                "{op:<12} {conns:>11} {:>14.0} {theirs_cell:>14} {ratio_cell:>9}",
+                ours[i]
+            );
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let ours_only = args.iter().any(|a| a == "--ours-only");
+    let secs = args
+        .iter()
+        .position(|a| a == "--secs")
+        .map(|i| {
+            args.get(i + 1)
+                .and_then(|s| s.parse().ok())
+                .expect("--secs takes a number")
+        })
+        .unwrap_or(if quick { 0.3 } else { 3.0 });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async move {
+        let python = (!ours_only).then(prepare_venv);
+        let ours = start_ours();
+        eprintln!("agl-host store at {} ({secs} s per phase)", ours.host);
+        let ours_figures = run_all("ours", &ours, secs).await;
+        drop(ours);
+        let theirs_figures = match python {
+            Some(python) => {
+                let theirs = start_theirs(&python).await;
+                eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.host);
+                Some(run_all("theirs", &theirs, secs).await)
+            }
+            None => None,
+        };
+        print_table(&ours_figures, theirs_figures.as_deref());
+    });
+}
