@@ -6,12 +6,11 @@
 use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
-use crate::cache::Compiled;
 use crate::clocks::attempt_seed;
 use crate::imports::llm::LlmGate;
 use crate::imports::reward::{PRIMARY, record_reward};
+use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
-use crate::policy::SandboxPolicy;
 use crate::sandbox::attempt_wasi;
 use crate::spans::{SpanRecorder, names};
 use crate::state::{HostState, clip};
@@ -21,7 +20,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Store, StoreLimitsBuilder};
 
 /// Longest failure reason kept (an agent's error string can be arbitrarily long).
 const MAX_REASON_BYTES: usize = 4 << 10;
@@ -88,72 +87,26 @@ impl AttemptOutcome {
     }
 }
 
-/// A compiled and linked agent, ready to run attempts (shareable across tasks).
+/// A compiled and linked agent, ready to run attempts (shareable across tasks). Its name,
+/// policy and load info are [`Loaded`]'s (it derefs to it).
 pub struct AgentComponent {
     pre: AgentPre<HostState>,
-    name: String,
-    policy: SandboxPolicy,
-    compiled: Compiled,
-    compile_time: Duration,
+    loaded: Loaded,
+}
+
+impl std::ops::Deref for AgentComponent {
+    type Target = Loaded;
+    fn deref(&self) -> &Loaded {
+        &self.loaded
+    }
 }
 
 /// Extra time beyond the deadline before an attempt stuck in a host call is abandoned.
 const HOST_CALL_GRACE: Duration = Duration::from_secs(1);
 
 impl AgentComponent {
-    pub(crate) fn new(
-        pre: AgentPre<HostState>,
-        name: String,
-        policy: SandboxPolicy,
-        compiled: Compiled,
-        compile_time: Duration,
-    ) -> Self {
-        Self {
-            pre,
-            name,
-            policy,
-            compiled,
-            compile_time,
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn policy(&self) -> &SandboxPolicy {
-        &self.policy
-    }
-
-    /// Whether the compiled code came from the cache, and how long loading took.
-    pub fn load_info(&self) -> (Compiled, Duration) {
-        (self.compiled, self.compile_time)
-    }
-
-    fn describe_trap(&self, error: &wasmtime::Error, stderr: &CapturedOutput) -> String {
-        let policy = &self.policy;
-        let reason = match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.deadline),
-            Some(Trap::StackOverflow) => "stack overflow (call stack exhausted, e.g. by deep recursion)".to_owned(),
-            Some(Trap::MemoryOutOfBounds) => {
-                "out-of-bounds memory access (e.g. the agent's own stack overflowed by deep recursion)".to_owned()
-            }
-            Some(Trap::OutOfFuel) => format!("fuel budget of {} exhausted", policy.fuel.unwrap_or_default()),
-            Some(Trap::UnreachableCodeReached) => "the agent panicked (wasm `unreachable` executed)".to_owned(),
-            Some(trap) => format!("trap: {trap}"),
-            None => {
-                let text = format!("{error:#}");
-                if text.contains("forcing trap when growing memory") {
-                    format!("memory limit of {} MiB exceeded", policy.memory_bytes >> 20)
-                } else {
-                    format!("trap: {}", text.lines().next().unwrap_or_default())
-                }
-            }
-        };
-        match stderr.text.lines().rev().find(|l| !l.trim().is_empty()) {
-            Some(last) => format!("{reason}; last stderr line: {}", clip(last, 512)),
-            None => reason,
-        }
+    pub(crate) fn new(pre: AgentPre<HostState>, loaded: Loaded) -> Self {
+        Self { pre, loaded }
     }
 
     async fn instantiate_and_call(
@@ -230,7 +183,7 @@ impl AgentComponent {
                     "deadline of {:?} exceeded while the agent waited in a host call",
                     self.policy.deadline
                 )),
-                Ok(Err(trap)) => Err(self.describe_trap(&trap, &wasi.stderr.peek())),
+                Ok(Err(trap)) => Err(self.describe_trap("agent", &trap, &wasi.stderr.peek())),
                 Ok(Ok(Err(reason))) => Err(format!("agent error: {}", clip(&reason, MAX_REASON_BYTES))),
                 Ok(Ok(Ok(Some(reward)))) if !reward.is_finite() => {
                     Err(format!("the agent returned a non-finite reward ({reward})"))

@@ -9,6 +9,7 @@ use crate::algorithm::{AlgorithmComponent, AlgorithmState};
 use crate::bindings::AgentPre;
 use crate::cache::{Compiled, ComponentCache, default_cache_dir};
 use crate::error::HostError;
+use crate::loaded::Loaded;
 use crate::policy::SandboxPolicy;
 use crate::state::HostState;
 use std::path::{Path, PathBuf};
@@ -177,10 +178,7 @@ impl WasmHost {
         let pre = AgentPre::new(pre).map_err(wrong_world)?;
         Ok(AgentComponent::new(
             pre,
-            name.to_owned(),
-            policy,
-            compiled,
-            compile_time,
+            Loaded::new(name.to_owned(), policy, compiled, compile_time),
         ))
     }
 
@@ -208,10 +206,7 @@ impl WasmHost {
         let pre = AlgorithmPre::new(pre).map_err(wrong_world)?;
         Ok(AlgorithmComponent::new(
             pre,
-            name.to_owned(),
-            policy,
-            compiled,
-            compile_time,
+            Loaded::new(name.to_owned(), policy, compiled, compile_time),
         ))
     }
 

@@ -95,7 +95,7 @@ pub mod bindings {
 
 pub use agl_sdk::{
     ChatRequest, ChatResponse, Error, Level, Llm, LlmError, Message, Mode, PromptTemplate, Result, Role, Tool,
-    ToolCall, Usage,
+    ToolCall, Trace, Usage,
 };
 pub use bindings::Datasets;
 pub use bindings::agl::agent::adapter::Triplet;
@@ -114,7 +114,7 @@ pub mod prelude {
     pub use crate::{
         AttemptStatus, ChatRequest, ChatResponse, Datasets, Error, Host, Level, Llm, LlmError, Message, Mode,
         NewRollout, PromptTemplate, Resources, ResourcesVersion, Result, Role, Rollout, RolloutConfig, RolloutStatus,
-        Tool, ToolCall, Triplet, Usage, WaitOptions, WaitOutcome,
+        Tool, ToolCall, Trace, Triplet, Usage, WaitOptions, WaitOutcome,
     };
 }
 

@@ -70,6 +70,7 @@ pub use error::{Error, Result};
 pub use llm::Llm;
 pub use prompt::Prompt;
 pub use rollout::FinalReward;
+pub use trace::Trace;
 
 /// JSON support for agents (`agl_sdk::serde_json::json!` for [`Ctx::object`], for instance).
 pub use serde;
@@ -79,7 +80,7 @@ pub use serde_json;
 pub mod prelude {
     pub use crate::{
         ChatRequest, ChatResponse, Ctx, Error, FinalReward, Level, Llm, LlmEndpoint, LlmError, Message, Mode, Prompt,
-        PromptTemplate, Resource, Result, Role, Tool, ToolCall, Usage,
+        PromptTemplate, Resource, Result, Role, Tool, ToolCall, Trace, Usage,
     };
 }
 

@@ -15,10 +15,9 @@ pub use convert::{ATTEMPT_FAILURE_KEY, attempt_failure};
 pub use observer::{AlgorithmObserver, BestResult, LogLevel, Recorded, RecordingObserver};
 pub(crate) use state::AlgorithmState;
 
-use crate::cache::Compiled;
 use crate::imports::llm::LlmGate;
+use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
-use crate::policy::SandboxPolicy;
 use crate::sandbox::attempt_wasi;
 use crate::state::clip;
 use agl_llm::LlmBackend;
@@ -26,7 +25,7 @@ use agl_store::LightningStore;
 use bindings::{AlgorithmPre, Datasets};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Store, StoreLimitsBuilder};
 
 /// Everything one run of an algorithm needs besides the component.
 pub struct AlgorithmRequest {
@@ -55,59 +54,23 @@ pub struct AlgorithmOutcome {
     pub elapsed: Duration,
 }
 
-/// A compiled and linked algorithm, ready to run.
+/// A compiled and linked algorithm, ready to run. Its name, policy and load info are
+/// [`Loaded`]'s (it derefs to it).
 pub struct AlgorithmComponent {
     pre: AlgorithmPre<AlgorithmState>,
-    name: String,
-    policy: SandboxPolicy,
-    compiled: Compiled,
-    compile_time: Duration,
+    loaded: Loaded,
 }
 
-fn describe_trap(error: &wasmtime::Error, policy: &SandboxPolicy) -> String {
-    match error.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.deadline),
-        Some(Trap::UnreachableCodeReached) => "the algorithm panicked (wasm `unreachable` executed)".to_owned(),
-        Some(trap) => format!("trap: {trap}"),
-        None => {
-            let text = format!("{error:#}");
-            if text.contains("forcing trap when growing memory") {
-                format!("memory limit of {} MiB exceeded", policy.memory_bytes >> 20)
-            } else {
-                format!("trap: {}", text.lines().next().unwrap_or_default())
-            }
-        }
+impl std::ops::Deref for AlgorithmComponent {
+    type Target = Loaded;
+    fn deref(&self) -> &Loaded {
+        &self.loaded
     }
 }
 
 impl AlgorithmComponent {
-    pub(crate) fn new(
-        pre: AlgorithmPre<AlgorithmState>,
-        name: String,
-        policy: SandboxPolicy,
-        compiled: Compiled,
-        compile_time: Duration,
-    ) -> Self {
-        Self {
-            pre,
-            name,
-            policy,
-            compiled,
-            compile_time,
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn policy(&self) -> &SandboxPolicy {
-        &self.policy
-    }
-
-    /// Whether the compiled code came from the cache, and how long loading took.
-    pub fn load_info(&self) -> (Compiled, Duration) {
-        (self.compiled, self.compile_time)
+    pub(crate) fn new(pre: AlgorithmPre<AlgorithmState>, loaded: Loaded) -> Self {
+        Self { pre, loaded }
     }
 
     /// Runs the algorithm to its end in a fresh instance. Dropping the future aborts the run.
@@ -150,13 +113,7 @@ impl AlgorithmComponent {
                 "deadline of {:?} exceeded while the algorithm waited in a host call",
                 self.policy.deadline
             )),
-            Ok(Err(trap)) => {
-                let reason = describe_trap(&trap, &self.policy);
-                match wasi.stderr.peek().text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    Some(last) => Err(format!("{reason}; last stderr line: {}", clip(last, 512))),
-                    None => Err(reason),
-                }
-            }
+            Ok(Err(trap)) => Err(self.describe_trap("algorithm", &trap, &wasi.stderr.peek())),
             Ok(Ok(Err(reason))) => Err(clip(&reason, 4 << 10)),
             Ok(Ok(Ok(summary))) => Ok(serde_json::from_str(&summary).unwrap_or(serde_json::Value::String(summary))),
         };

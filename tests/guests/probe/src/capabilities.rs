@@ -5,7 +5,7 @@
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 
-use agl_sdk::Ctx;
+use agl_sdk::{Ctx, Trace};
 
 /// Logs the verdict on `action` and turns it into the reward.
 fn verdict(ctx: &Ctx, action: &str, outcome: io::Result<String>) -> f64 {

@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agl_sdk::{Ctx, Result};
+use agl_sdk::{Ctx, Result, Trace};
 
 const MIB: usize = 1024 * 1024;
 
