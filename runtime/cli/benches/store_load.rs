@@ -13,6 +13,10 @@
 //! - `query_spans`: `POST /v1/agl/spans/search` for all 20 spans of one rollout, sorted by
 //!   sequence_id (what `query_spans(rollout_id)` sends).
 //!
+//! Then the same generator runs against a no-work server in this process (reads each request,
+//! writes a fixed answer as long as ours to an enqueue, then as long as our span query answer):
+//! the most any server can reach here, so the ceiling on the ratio.
+//!
 //! Run: `cargo bench -p agl-host --bench store_load` (`-- --quick` for a smoke run, `-- --secs N`
 //! per phase, `-- --ours-only` to skip the Python server). The machine's cores are shared by the
 //! generator and the server under test; the figures are for this box only.
@@ -169,21 +173,31 @@ fn start_rollout_body() -> String {
     .to_string()
 }
 
-/// A span as Agent-lightning's tracer stores it: an LLM call with a short prompt.
+/// A span as Agent-lightning's tracer stores it: an LLM call with a short prompt. Built from a
+/// template (the generator's cost per request stays small next to the server's).
 fn span_body(rollout_id: &str, attempt_id: &str, task: usize, n: usize) -> String {
-    let span_id = format!("{:04x}{:012x}", task, n);
-    json!({
-        "rollout_id": rollout_id, "attempt_id": attempt_id, "sequence_id": n + 1,
-        "trace_id": format!("{:032x}", 0xbe7c_0000_u64 + task as u64), "span_id": span_id, "parent_id": null,
-        "name": "openai.chat.completion", "status": {"status_code": "OK", "description": null},
-        "attributes": {"gen_ai.system": "openai", "gen_ai.request.model": "bench-model",
-            "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Solve this problem. Give the final answer as a number on the last line. Problem: What is 6 * 7?",
-            "gen_ai.completion.0.content": "6 * 7 = 42\n42", "gen_ai.usage.prompt_tokens": 31, "gen_ai.usage.completion_tokens": 7},
-        "events": [], "links": [], "start_time": 1_790_000_000.0 + n as f64, "end_time": 1_790_000_000.5 + n as f64,
-        "context": null, "parent": null,
-        "resource": {"attributes": {"service.name": "bench"}, "schema_url": ""}
-    })
-    .to_string()
+    let (sequence_id, start) = (n + 1, 1_790_000_000 + n);
+    format!(
+        concat!(
+            r#"{{"rollout_id":"{}","attempt_id":"{}","sequence_id":{},"trace_id":"{:032x}","#,
+            r#""span_id":"{:04x}{:012x}","parent_id":null,"name":"openai.chat.completion","#,
+            r#""status":{{"status_code":"OK","description":null}},"attributes":{{"gen_ai.system":"openai","#,
+            r#""gen_ai.request.model":"bench-model","gen_ai.prompt.0.role":"user","#,
+            r#""gen_ai.prompt.0.content":"Solve this problem. Give the final answer as a number on the last line. Problem: What is 6 * 7?","#,
+            r#""gen_ai.completion.0.content":"6 * 7 = 42\n42","gen_ai.usage.prompt_tokens":31,"#,
+            r#""gen_ai.usage.completion_tokens":7}},"events":[],"links":[],"start_time":{}.0,"#,
+            r#""end_time":{}.5,"context":null,"parent":null,"#,
+            r#""resource":{{"attributes":{{"service.name":"bench"}},"schema_url":""}}}}"#
+        ),
+        rollout_id,
+        attempt_id,
+        sequence_id,
+        0xbe7c_0000_u64 + task as u64,
+        task,
+        n,
+        start,
+        start
+    )
 }
 
 fn query_spans_body(rollout_id: &str) -> String {
@@ -290,7 +304,11 @@ enum Work {
     Enqueue,
     Dequeue,
     AddSpan,
-    QuerySpans { rollout_id: String },
+    QuerySpans {
+        rollout_id: String,
+    },
+    /// The enqueue request, to the no-work server (see [`start_floor_server`]).
+    Floor,
 }
 
 /// One phase's result: operations per second, and the CPU the server and this generator used
@@ -354,6 +372,7 @@ async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barri
         Work::Dequeue => ("/v1/agl/queues/rollouts/dequeue", dequeue_body(task), 200),
         Work::AddSpan => ("/v1/agl/spans", String::new(), 201),
         Work::QuerySpans { rollout_id } => ("/v1/agl/spans/search", query_spans_body(rollout_id), 200),
+        Work::Floor => ("/floor", enqueue_body(), 200),
     };
     barrier.wait().await;
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
@@ -383,6 +402,8 @@ async fn rollout_with_spans(host: &str) -> String {
     let (rollout_id, attempt_id) = start_rollout(&mut conn).await;
     for n in 0..SPANS_PER_QUERIED_ROLLOUT {
         let body = span_body(&rollout_id, &attempt_id, 9999, n);
+        let parsed: Value = serde_json::from_str(&body).expect("the span template is JSON");
+        assert_eq!(parsed["sequence_id"], n + 1);
         conn.post_json("/v1/agl/spans", &body, 201).await;
     }
     let found = conn
@@ -393,6 +414,87 @@ async fn rollout_with_spans(host: &str) -> String {
         "spans of the queried rollout: {found}"
     );
     rollout_id
+}
+
+/// The sizes of this server's answers to one enqueue and to the span query: [small, large].
+async fn answer_sizes(host: &str, queried: &str) -> [usize; 2] {
+    let mut conn = Conn::open(host).await.expect("connect");
+    let mut size = async |path: &str, body: String| conn.request("POST", path, body.as_bytes()).await.1.len();
+    let enqueued = size("/v1/agl/queues/rollouts/enqueue", enqueue_body()).await;
+    let queried = size("/v1/agl/spans/search", query_spans_body(queried)).await;
+    [enqueued, queried]
+}
+
+// ------------------------------------------------------------------ the floor
+
+/// A server that does no work, on one blocking thread per connection in this process: it reads
+/// each request (head, then Content-Length bytes) and writes one fixed 200 answer with a
+/// `body_len`-byte body. What the generator reaches against it is the most any HTTP server can
+/// reach on this box with these connections: the loopback round trip and the generator's own
+/// cost, nothing else. Returns `127.0.0.1:PORT`.
+fn start_floor_server(body_len: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let host = listener.local_addr().expect("addr").to_string();
+    let mut answer =
+        format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {body_len}\r\n\r\n").into_bytes();
+    answer.resize(answer.len() + body_len, b' ');
+    let answer: Arc<[u8]> = answer.into();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let answer = Arc::clone(&answer);
+            std::thread::spawn(move || answer_requests(stream, &answer));
+        }
+    });
+    host
+}
+
+/// Answers every request on `stream` with `answer` until the peer closes it.
+fn answer_requests(stream: std::net::TcpStream, answer: &[u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    stream.set_nodelay(true)?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let (mut line, mut body) = (String::new(), Vec::new());
+    loop {
+        let mut length = 0;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        body.resize(length, 0);
+        reader.read_exact(&mut body)?;
+        writer.write_all(answer)?;
+    }
+}
+
+/// The no-work server's rate for each (answer size, connections), in table order.
+async fn run_floor(answer_sizes: &[usize], secs: f64) -> Vec<f64> {
+    let mut figures = Vec::new();
+    for &size in answer_sizes {
+        let host = start_floor_server(size);
+        for &conns in &CONNECTIONS {
+            let phase = measure(&host, std::process::id(), &Work::Floor, conns, secs).await;
+            eprintln!(
+                "  floor  {size:>6}-byte answer {conns:>2} connection(s): {:>9.0} ops/s  (CPU: this process {})",
+                phase.rate,
+                phase
+                    .generator_cpu
+                    .map_or("?".to_string(), |cpu| format!("{:.0}%", cpu * 100.0))
+            );
+            figures.push(phase.rate);
+        }
+    }
+    figures
 }
 
 /// Every (operation, connections) figure for one server, in table order.
@@ -459,6 +561,28 @@ fn print_table(ours: &[f64], theirs: Option<&[f64]>) {
     }
 }
 
+/// The no-work server's rates; with their figures, the highest ratio any server could reach
+/// here: the small answer against their enqueue, the large one against their query_spans.
+fn print_floor(sizes: &[usize], floor: &[f64], theirs: Option<&[f64]>) {
+    println!(
+        "\nno-work server (the ceiling here):\n{:<12} {:>11} {:>14} {:>24}",
+        "answer", "connections", "ops/s", "ceiling on the ratio"
+    );
+    for (s, (size, compared_op)) in sizes.iter().zip(["enqueue", "query_spans"]).enumerate() {
+        for (c, conns) in CONNECTIONS.iter().enumerate() {
+            let rate = floor[s * CONNECTIONS.len() + c];
+            let ceiling = theirs.map_or("-".to_string(), |theirs| {
+                let o = OPERATIONS
+                    .iter()
+                    .position(|op| *op == compared_op)
+                    .expect("a named operation");
+                format!("{:.1}x ({compared_op})", rate / theirs[o * CONNECTIONS.len() + c])
+            });
+            println!("{:<12} {conns:>11} {rate:>14.0} {ceiling:>24}", format!("{size} bytes"));
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -472,7 +596,7 @@ fn main() {
                 .expect("--secs takes a number")
         })
         .unwrap_or(if quick { 0.3 } else { 3.0 });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
@@ -481,6 +605,7 @@ fn main() {
         let ours = start_ours();
         eprintln!("agl-host store at {} ({secs} s per phase)", ours.host);
         let ours_figures = run_all("ours", &ours, secs).await;
+        let sizes = answer_sizes(&ours.host, &rollout_with_spans(&ours.host).await).await;
         drop(ours);
         let theirs_figures = match python {
             Some(python) => {
@@ -490,6 +615,8 @@ fn main() {
             }
             None => None,
         };
+        let floor_figures = run_floor(&sizes, secs).await;
         print_table(&ours_figures, theirs_figures.as_deref());
+        print_floor(&sizes, &floor_figures, theirs_figures.as_deref());
     });
 }

@@ -161,6 +161,7 @@ pub fn span(
         trace_id,
         span_id,
         extra: JsonMap::new(),
+        encoded: Default::default(),
     }
 }
 

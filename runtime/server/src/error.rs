@@ -74,7 +74,7 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "detail": self.detail });
-        let mut response = (self.status, axum::Json(body)).into_response();
+        let mut response = (self.status, crate::json::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

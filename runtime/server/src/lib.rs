@@ -14,6 +14,7 @@
 mod auth;
 mod error;
 mod extract;
+mod json;
 mod options;
 mod query_string;
 mod routes;

@@ -133,5 +133,6 @@ pub fn to_store_span(data: SpanData, rollout_id: &str, attempt_id: &str, sequenc
         end_time: Some(seconds(data.end_time)),
         resource: OtelResource::default(),
         extra: JsonMap::new(),
+        encoded: Default::default(),
     }
 }

@@ -4,9 +4,9 @@
 use super::{AppState, Created, created};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
+use crate::json::Json;
 use crate::query_string::{self, QuerySpec};
 use agl_store::{Attempt, AttemptQuery, AttemptRef, AttemptUpdate, AttemptedRollout, Paginated, StartAttemptRequest};
-use axum::Json;
 use axum::extract::{RawQuery, State};
 
 const QUERY: QuerySpec = QuerySpec {

@@ -44,10 +44,10 @@ impl AppState {
 }
 
 /// A `201 Created` JSON answer.
-pub(crate) type Created<T> = (StatusCode, axum::Json<T>);
+pub(crate) type Created<T> = (StatusCode, crate::json::Json<T>);
 
 pub(crate) fn created<T>(value: T) -> Created<T> {
-    (StatusCode::CREATED, axum::Json(value))
+    (StatusCode::CREATED, crate::json::Json(value))
 }
 
 /// Builds the router: routes, fallbacks, body limit, then (outermost) the token check.

@@ -4,9 +4,9 @@
 use super::{AppState, Created, created};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, PathParams};
+use crate::json::Json;
 use crate::query_string::{self, QuerySpec};
 use agl_store::{NamedResources, Paginated, ResourcesQuery, ResourcesUpdate};
-use axum::Json;
 use axum::extract::{RawQuery, State};
 
 const QUERY: QuerySpec = QuerySpec {

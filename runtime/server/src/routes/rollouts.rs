@@ -4,12 +4,12 @@
 use super::{AppState, Created, created};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
+use crate::json::Json;
 use crate::query_string::{self, QuerySpec};
 use agl_store::{
     AttemptedRollout, DequeueRequest, EnqueueManyRequest, Paginated, Rollout, RolloutQuery, RolloutUpdate, RolloutView,
     StartRolloutRequest,
 };
-use axum::Json;
 use axum::extract::{RawQuery, State};
 
 const QUERY: QuerySpec = QuerySpec {

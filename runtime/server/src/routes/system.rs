@@ -2,8 +2,8 @@
 
 use super::AppState;
 use crate::error::ApiResult;
+use crate::json::Json;
 use agl_store::{HealthResponse, Statistics};
-use axum::Json;
 use axum::extract::State;
 
 pub(crate) async fn health() -> Json<HealthResponse> {

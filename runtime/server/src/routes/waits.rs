@@ -5,8 +5,8 @@
 use super::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use agl_store::{Rollout, WaitForRolloutsRequest};
-use axum::Json;
 use axum::extract::State;
 use std::time::Duration;
 

@@ -4,9 +4,9 @@
 use super::AppState;
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
+use crate::json::Json;
 use crate::query_string::{self, QuerySpec};
 use agl_store::{Paginated, Worker, WorkerQuery, WorkerUpdate};
-use axum::Json;
 use axum::extract::{RawQuery, State};
 
 const QUERY: QuerySpec = QuerySpec {

@@ -2,6 +2,8 @@
 
 use super::JsonMap;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum StatusCode {
@@ -98,9 +100,53 @@ pub struct Span {
     /// Keys the model does not name, kept for forward compatibility.
     #[serde(flatten)]
     pub extra: JsonMap,
+    /// This span's JSON, made on the first [`Span::encoded_json`] call and kept (not part of
+    /// the span's value: clones start without it, equality ignores it).
+    #[serde(skip)]
+    pub encoded: EncodedJson,
+}
+
+/// A span's JSON encoding, made once: a span a store hands out is shared (`Arc<Span>`) and never
+/// changes, so a server answering the same spans to many queries encodes each span once.
+#[derive(Default)]
+pub struct EncodedJson(OnceLock<Box<RawValue>>);
+
+impl Clone for EncodedJson {
+    /// Empty: a clone may be changed, so it must not carry its original's encoding.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for EncodedJson {
+    /// Always equal: the encoding is a cache, not part of the span.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for EncodedJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "EncodedJson(made)"
+        } else {
+            "EncodedJson(not yet)"
+        })
+    }
 }
 
 impl Span {
+    /// The span as compact JSON (what serialising it gives), encoded on the first call and kept.
+    /// Only for spans that no longer change, such as the `Arc<Span>`s a store returns: a change
+    /// made after the first call is not seen by later calls.
+    pub fn encoded_json(&self) -> serde_json::Result<&RawValue> {
+        if let Some(encoded) = self.encoded.0.get() {
+            return Ok(encoded);
+        }
+        let encoded = serde_json::value::to_raw_value(self)?;
+        Ok(self.encoded.0.get_or_init(move || encoded))
+    }
+
     /// A minimal span with the given identity; everything else empty.
     pub fn new(
         rollout_id: impl Into<String>,
@@ -128,6 +174,27 @@ impl Span {
             parent: None,
             resource: OtelResource::default(),
             extra: JsonMap::new(),
+            encoded: EncodedJson::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_encoding_is_the_serialised_span_and_clones_start_without_it() {
+        let mut span = Span::new("ro-1", "at-1", 1, "ab".repeat(16), "cd".repeat(8), "step");
+        span.attributes.insert("x".into(), 1.5.into());
+        let encoded = span.encoded_json().unwrap().get().to_string();
+        assert_eq!(encoded, serde_json::to_string(&span).unwrap());
+        assert_eq!(format!("{:?}", span.encoded), "EncodedJson(made)");
+
+        let mut changed = span.clone();
+        assert_eq!(format!("{:?}", changed.encoded), "EncodedJson(not yet)");
+        assert_eq!(changed, span, "the encoding is not part of the value");
+        changed.name = "renamed".into();
+        assert!(changed.encoded_json().unwrap().get().contains(r#""name":"renamed""#));
     }
 }
