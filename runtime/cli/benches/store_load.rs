@@ -17,17 +17,28 @@
 //! writes a fixed answer as long as ours to an enqueue, then as long as our span query answer):
 //! the most any server can reach here, so the ceiling on the ratio.
 //!
+//! One request at a time leaves a core idle and makes every answer a cross-core wake-up, which
+//! on this VM costs more than most requests; so 1-connection phases run with the server's and the
+//! generator's threads on one core (the same for every server; see [`OneCore`]).
+//!
 //! Run: `cargo bench -p agl-host --bench store_load` (`-- --quick` for a smoke run, `-- --secs N`
-//! per phase, `-- --ours-only` to skip the Python server). The machine's cores are shared by the
+//! per phase, `-- --ours-only` to skip the Python server, `-- --no-pin` to leave 1-connection
+//! phases unpinned). The machine's cores are shared by the
 //! generator and the server under test; the figures are for this box only.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::{ServerProcess, prepare_venv};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Barrier;
@@ -38,82 +49,9 @@ const OPERATIONS: [&str; 4] = ["enqueue", "dequeue", "add_span", "query_spans"];
 
 // ------------------------------------------------------------------ servers
 
-/// A server child process, killed on drop.
-struct Server {
-    child: Child,
-    /// `127.0.0.1:PORT`
-    host: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn workspace_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    root.canonicalize().unwrap_or(root)
-}
-
-/// `agl-host store --port 0` (this bench's own release build); reads the URL from stderr.
-fn start_ours() -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .args(["store", "--port", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agl-host store starts");
-    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-    // From here on the child is killed and reaped on drop, whatever happens.
-    let mut server = Server {
-        child,
-        host: String::new(),
-    };
-    server.host = read_host(stderr).expect("agl-host store exited before printing its URL");
-    server
-}
-
-/// Reads stderr up to the "listening on http://HOST" line, then drains the rest on a thread (so
-/// the server never blocks on a full pipe). None when stderr ends first.
-fn read_host(mut stderr: BufReader<ChildStderr>) -> Option<String> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if stderr.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if let Some(rest) = line.trim().strip_prefix("agl-host store: listening on ") {
-            let url = rest.split_whitespace().next()?;
-            let host = url.strip_prefix("http://")?.to_string();
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return Some(host);
-        }
-    }
-}
-
-/// The venv's python, creating the venv on the first run (see tests/python/prepare_venv.py).
-fn prepare_venv() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target dir")
-        .join("py/agl-0.3");
-    let output = Command::new("python3")
-        .arg(workspace_root().join("tests/python/prepare_venv.py"))
-        .arg(&venv)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("python3 (3.10 or newer, with venv and pip) is needed for Agent-lightning's server");
-    assert!(output.status.success(), "preparing the venv failed ({})", output.status);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    PathBuf::from(stdout.lines().last().expect("the venv's python").trim())
-}
-
 /// Agent-lightning 0.3.0's `agl store` (in-memory backend, one asyncio worker: its CLI's defaults)
 /// on a free port; returns once `/v1/agl/health` answers.
-async fn start_theirs(python: &Path) -> Server {
+async fn start_theirs(python: &Path) -> ServerProcess {
     let port = TcpListener::bind("127.0.0.1:0")
         .expect("a free port")
         .local_addr()
@@ -136,13 +74,10 @@ async fn start_theirs(python: &Path) -> Server {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("the venv's `agl store` starts");
-    let server = Server {
-        child,
-        host: format!("127.0.0.1:{port}"),
-    };
+    let server = ServerProcess::adopt(child, format!("http://127.0.0.1:{port}"));
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        if let Ok(mut conn) = Conn::open(&server.host).await
+        if let Ok(mut conn) = Conn::open(server.host()).await
             && conn.request("GET", "/v1/agl/health", b"").await.0 == 200
         {
             return server;
@@ -358,6 +293,59 @@ async fn measure(host: &str, server_pid: u32, work: &Work, conns: usize, secs: f
     }
 }
 
+// ------------------------------------------------------------------ CPU placement
+
+/// Where a phase runs. One request at a time keeps one core idle and makes every answer a
+/// wake-up on the other core, which on this VM costs more than most requests do; so (unless
+/// `--no-pin`) a 1-connection phase puts every thread of the server and of this generator on one
+/// core — alike for both servers and the no-work one — and 16-connection phases run unpinned.
+/// Dropping it gives the threads their CPUs back.
+struct OneCore {
+    pids: Vec<u32>,
+    all: CpuSet,
+}
+
+impl OneCore {
+    /// Pins `pids` to the first CPU this process may use; None where affinity cannot be read.
+    fn pin(pids: &[u32]) -> Option<OneCore> {
+        let all = sched_getaffinity(Pid::from_raw(0)).ok()?;
+        let first = (0..CpuSet::count()).find(|&cpu| all.is_set(cpu).unwrap_or(false))?;
+        let mut one = CpuSet::new();
+        one.set(first).ok()?;
+        place(pids, &one);
+        Some(OneCore {
+            pids: pids.to_vec(),
+            all,
+        })
+    }
+
+    /// Pins for a phase of `conns` connections when pinning is on and there is one connection.
+    fn for_phase(pin: bool, conns: usize, pids: &[u32]) -> Option<OneCore> {
+        if pin && conns == 1 { OneCore::pin(pids) } else { None }
+    }
+}
+
+impl Drop for OneCore {
+    fn drop(&mut self) {
+        place(&self.pids, &self.all);
+    }
+}
+
+/// Sets the CPUs of every thread of each process (threads started later inherit their parent's).
+fn place(pids: &[u32], cpus: &CpuSet) {
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for tid in tasks
+            .flatten()
+            .filter_map(|task| task.file_name().to_str()?.parse::<i32>().ok())
+        {
+            let _ = sched_setaffinity(Pid::from_raw(tid), cpus);
+        }
+    }
+}
+
 /// One keep-alive connection: set-up (its own attempt for add_span), then the start barrier,
 /// then requests until the deadline.
 async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barrier>, secs: f64) -> (u64, Instant) {
@@ -478,14 +466,17 @@ fn answer_requests(stream: std::net::TcpStream, answer: &[u8]) -> std::io::Resul
 }
 
 /// The no-work server's rate for each (answer size, connections), in table order.
-async fn run_floor(answer_sizes: &[usize], secs: f64) -> Vec<f64> {
+async fn run_floor(answer_sizes: &[usize], secs: f64, pin: bool) -> Vec<f64> {
     let mut figures = Vec::new();
     for &size in answer_sizes {
         let host = start_floor_server(size);
         for &conns in &CONNECTIONS {
+            let placement = OneCore::for_phase(pin, conns, &[std::process::id()]);
             let phase = measure(&host, std::process::id(), &Work::Floor, conns, secs).await;
+            drop(placement);
             eprintln!(
-                "  floor  {size:>6}-byte answer {conns:>2} connection(s): {:>9.0} ops/s  (CPU: this process {})",
+                "  floor  {size:>6}-byte answer {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: this process {})",
+                if pin && conns == 1 { ", 1 core" } else { "" },
                 phase.rate,
                 phase
                     .generator_cpu
@@ -498,8 +489,8 @@ async fn run_floor(answer_sizes: &[usize], secs: f64) -> Vec<f64> {
 }
 
 /// Every (operation, connections) figure for one server, in table order.
-async fn run_all(name: &str, server: &Server, secs: f64) -> Vec<f64> {
-    let (host, pid) = (server.host.as_str(), server.child.id());
+async fn run_all(name: &str, server: &ServerProcess, secs: f64, pin: bool) -> Vec<f64> {
+    let (host, pid) = (server.host(), server.pid());
     let mut figures = vec![0.0; OPERATIONS.len() * CONNECTIONS.len()];
     let queried = rollout_with_spans(host).await;
     for (c, &conns) in CONNECTIONS.iter().enumerate() {
@@ -512,11 +503,14 @@ async fn run_all(name: &str, server: &Server, secs: f64) -> Vec<f64> {
             },
         ];
         for (o, work) in plan.iter().enumerate() {
+            let placement = OneCore::for_phase(pin, conns, &[pid, std::process::id()]);
             let phase = measure(host, pid, work, conns, secs).await;
+            drop(placement);
             let percent = |cpu: Option<f64>| cpu.map_or("?".to_string(), |cpu| format!("{:.0}%", cpu * 100.0));
             eprintln!(
-                "  {name:<6} {:<12} {conns:>2} connection(s): {:>9.0} ops/s  (CPU: server {}, generator {})",
+                "  {name:<6} {:<12} {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: server {}, generator {})",
                 OPERATIONS[o],
+                if pin && conns == 1 { ", 1 core" } else { "" },
                 phase.rate,
                 percent(phase.server_cpu),
                 percent(phase.generator_cpu)
@@ -587,6 +581,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let ours_only = args.iter().any(|a| a == "--ours-only");
+    let pin = !args.iter().any(|a| a == "--no-pin");
     let secs = args
         .iter()
         .position(|a| a == "--secs")
@@ -602,20 +597,20 @@ fn main() {
         .expect("tokio runtime");
     runtime.block_on(async move {
         let python = (!ours_only).then(prepare_venv);
-        let ours = start_ours();
-        eprintln!("agl-host store at {} ({secs} s per phase)", ours.host);
-        let ours_figures = run_all("ours", &ours, secs).await;
-        let sizes = answer_sizes(&ours.host, &rollout_with_spans(&ours.host).await).await;
+        let ours = ServerProcess::agl_host_store();
+        eprintln!("agl-host store at {} ({secs} s per phase)", ours.url);
+        let ours_figures = run_all("ours", &ours, secs, pin).await;
+        let sizes = answer_sizes(ours.host(), &rollout_with_spans(ours.host()).await).await;
         drop(ours);
         let theirs_figures = match python {
             Some(python) => {
                 let theirs = start_theirs(&python).await;
-                eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.host);
-                Some(run_all("theirs", &theirs, secs).await)
+                eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.url);
+                Some(run_all("theirs", &theirs, secs, pin).await)
             }
             None => None,
         };
-        let floor_figures = run_floor(&sizes, secs).await;
+        let floor_figures = run_floor(&sizes, secs, pin).await;
         print_table(&ours_figures, theirs_figures.as_deref());
         print_floor(&sizes, &floor_figures, theirs_figures.as_deref());
     });

@@ -8,25 +8,12 @@
 //! span's own ids, no `parent` context, and the resource's attributes with the `ResourceSpans`
 //! schema URL.
 
-use agl_store::{Event, JsonMap, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus};
+use agl_store::{Event, JsonMap, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus, hex_id, json_number};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{Span as ProtoSpan, span, status};
 use serde_json::Value as Json;
 use std::time::Duration;
-
-/// Lower-case hex of `bytes`, left-padded with `0` to `width` digits; all zeros when empty.
-pub fn hex_id(bytes: &[u8], width: usize) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digits = bytes.len() * 2;
-    let mut out = String::with_capacity(digits.max(width));
-    out.extend(std::iter::repeat_n('0', width.saturating_sub(digits)));
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    out
-}
 
 /// A trace id as 32 hex digits.
 pub fn trace_id_hex(bytes: &[u8]) -> String {
@@ -48,10 +35,6 @@ pub fn seconds(unix_nano: u64) -> Option<f64> {
     }
 }
 
-fn number(x: f64) -> Json {
-    serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number)
-}
-
 /// An `AnyValue` as plain JSON; an empty value is `null`.
 pub fn any_value(value: Option<&AnyValue>) -> Json {
     use any_value::Value;
@@ -60,7 +43,7 @@ pub fn any_value(value: Option<&AnyValue>) -> Json {
         Some(Value::StringValue(s)) => Json::String(s.clone()),
         Some(Value::BoolValue(b)) => Json::Bool(*b),
         Some(Value::IntValue(i)) => Json::from(*i),
-        Some(Value::DoubleValue(d)) => number(*d),
+        Some(Value::DoubleValue(d)) => json_number(*d),
         Some(Value::ArrayValue(array)) => array.values.iter().map(|v| any_value(Some(v))).collect(),
         Some(Value::KvlistValue(list)) => Json::Object(attributes(&list.values)),
         Some(Value::BytesValue(bytes)) => Json::String(hex_id(bytes, 0)),
@@ -82,16 +65,6 @@ pub fn resource(resource: Option<&Resource>, schema_url: &str) -> OtelResource {
     OtelResource {
         attributes: resource.map(|r| attributes(&r.attributes)).unwrap_or_default(),
         schema_url: schema_url.to_owned(),
-    }
-}
-
-fn context(trace_id: String, span_id: String) -> SpanContext {
-    SpanContext {
-        trace_id,
-        span_id,
-        is_remote: false,
-        trace_state: Default::default(),
-        extra: JsonMap::new(),
     }
 }
 
@@ -121,7 +94,7 @@ fn event(event: &span::Event) -> Event {
 fn link(link: &span::Link) -> Link {
     let attrs = attributes(&link.attributes);
     Link {
-        context: context(trace_id_hex(&link.trace_id), span_id_hex(&link.span_id)),
+        context: SpanContext::new(trace_id_hex(&link.trace_id), span_id_hex(&link.span_id)),
         attributes: (!attrs.is_empty()).then_some(attrs),
         extra: JsonMap::new(),
     }
@@ -155,7 +128,7 @@ pub fn span(
         links: proto.links.iter().map(link).collect(),
         start_time: seconds(proto.start_time_unix_nano),
         end_time: seconds(proto.end_time_unix_nano),
-        context: Some(context(trace_id.clone(), span_id.clone())),
+        context: Some(SpanContext::new(trace_id.clone(), span_id.clone())),
         parent: None,
         resource: resource.clone(),
         trace_id,

@@ -1,41 +1,31 @@
 //! OpenTelemetry `SpanData` → the store's `Span` (Agent-lightning's shape): hex ids, seconds
 //! since the epoch, attributes as JSON, the parent's context kept.
 
-use agl_store::{Event, JsonMap, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus};
+use agl_store::{Event, JsonMap, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus, hex_id, json_number};
 use opentelemetry::trace::Status;
 use opentelemetry::{Array, KeyValue, Value};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value as Json;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Lower-case hex of id bytes, without going through `fmt`.
+/// Lower-case hex of an id's bytes (a trace id gives 32 digits, a span id 16).
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(DIGITS[usize::from(byte >> 4)] as char);
-        out.push(DIGITS[usize::from(byte & 0xf)] as char);
-    }
-    out
+    hex_id(bytes, 0)
 }
 
 fn seconds(time: SystemTime) -> f64 {
     time.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-fn number(x: f64) -> Json {
-    serde_json::Number::from_f64(x).map(Json::Number).unwrap_or(Json::Null)
-}
-
 fn json(value: &Value) -> Json {
     match value {
         Value::Bool(b) => Json::Bool(*b),
         Value::I64(i) => Json::from(*i),
-        Value::F64(f) => number(*f),
+        Value::F64(f) => json_number(*f),
         Value::String(s) => Json::String(s.as_str().to_owned()),
         Value::Array(Array::Bool(v)) => v.iter().map(|b| Json::Bool(*b)).collect(),
         Value::Array(Array::I64(v)) => v.iter().map(|i| Json::from(*i)).collect(),
-        Value::Array(Array::F64(v)) => v.iter().map(|f| number(*f)).collect(),
+        Value::Array(Array::F64(v)) => v.iter().map(|f| json_number(*f)).collect(),
         Value::Array(Array::String(v)) => v.iter().map(|s| Json::String(s.as_str().to_owned())).collect(),
         _ => Json::String(value.to_string()),
     }
@@ -61,16 +51,6 @@ fn owned_attributes(pairs: Vec<KeyValue>) -> JsonMap {
             (kv.key.as_str().to_owned(), value)
         })
         .collect()
-}
-
-fn context(trace_id: String, span_id: String) -> SpanContext {
-    SpanContext {
-        trace_id,
-        span_id,
-        is_remote: false,
-        trace_state: Default::default(),
-        extra: JsonMap::new(),
-    }
 }
 
 /// Converts a finished span of `rollout_id`/`attempt_id` with its store sequence id.
@@ -107,7 +87,7 @@ pub fn to_store_span(data: SpanData, rollout_id: &str, attempt_id: &str, sequenc
         .links
         .iter()
         .map(|l| Link {
-            context: context(
+            context: SpanContext::new(
                 hex(&l.span_context.trace_id().to_bytes()),
                 hex(&l.span_context.span_id().to_bytes()),
             ),
@@ -119,8 +99,8 @@ pub fn to_store_span(data: SpanData, rollout_id: &str, attempt_id: &str, sequenc
         rollout_id: rollout_id.to_owned(),
         attempt_id: attempt_id.to_owned(),
         sequence_id,
-        parent: parent_id.clone().map(|p| context(trace_id.clone(), p)),
-        context: Some(context(trace_id.clone(), span_id.clone())),
+        parent: parent_id.clone().map(|p| SpanContext::new(trace_id.clone(), p)),
+        context: Some(SpanContext::new(trace_id.clone(), span_id.clone())),
         trace_id,
         span_id,
         parent_id,

@@ -25,7 +25,9 @@ pub use requests::{
 };
 pub use resources::{LlmResource, NamedResources, PromptTemplate, Resource, ResourcesUpdate, TemplateEngine};
 pub use rollout::{AttemptedRollout, Rollout, RolloutConfig, RolloutView};
-pub use span::{EncodedJson, Event, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus};
+pub use span::{
+    EncodedJson, Event, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus, hex_id, json_number,
+};
 pub use stats::{Capabilities, Statistics};
 pub use status::{AttemptStatus, Mode, RolloutStatus, WorkerStatus};
 pub use worker::Worker;

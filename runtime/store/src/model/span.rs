@@ -37,6 +37,38 @@ pub struct SpanContext {
     pub extra: JsonMap,
 }
 
+impl SpanContext {
+    /// A local (not remote) context with no trace state.
+    pub fn new(trace_id: impl Into<String>, span_id: impl Into<String>) -> Self {
+        Self {
+            trace_id: trace_id.into(),
+            span_id: span_id.into(),
+            is_remote: false,
+            trace_state: Default::default(),
+            extra: JsonMap::new(),
+        }
+    }
+}
+
+/// Lower-case hex of id bytes, left-padded with `0` to `width` digits (all zeros when empty):
+/// how trace ids (32 digits) and span ids (16) are written in a span.
+pub fn hex_id(bytes: &[u8], width: usize) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = bytes.len() * 2;
+    let mut out = String::with_capacity(digits.max(width));
+    out.extend(std::iter::repeat_n('0', width.saturating_sub(digits)));
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    out
+}
+
+/// A float as a JSON number; NaN and the infinities, which JSON lacks, as `null`.
+pub fn json_number(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub name: String,
@@ -182,6 +214,21 @@ impl Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_ids_are_lower_case_and_padded_to_their_width() {
+        assert_eq!(hex_id(&[0xAB, 0x01], 0), "ab01");
+        assert_eq!(hex_id(&[0xAB, 0x01], 8), "0000ab01");
+        assert_eq!(hex_id(&[], 16), "0".repeat(16));
+        assert_eq!(hex_id(&u128::MAX.to_be_bytes(), 32), "f".repeat(32));
+    }
+
+    #[test]
+    fn numbers_json_lacks_are_null() {
+        assert_eq!(json_number(0.25), serde_json::json!(0.25));
+        assert_eq!(json_number(f64::NAN), serde_json::Value::Null);
+        assert_eq!(json_number(f64::INFINITY), serde_json::Value::Null);
+    }
 
     #[test]
     fn the_kept_encoding_is_the_serialised_span_and_clones_start_without_it() {

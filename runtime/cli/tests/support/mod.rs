@@ -1,0 +1,154 @@
+//! What the Python compatibility test and the store load bench share: the workspace root, the
+//! venv with Agent-lightning 0.3.0 (created by `tests/python/prepare_venv.py` under
+//! `target/py/agl-0.3`), and server child processes (`agl-host store --port 0` and others) that
+//! are killed on drop. Included with `mod support;` (tests) or `#[path]` (benches).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+const LISTENING: &str = "agl-host store: listening on ";
+
+pub fn workspace_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
+}
+
+/// `target/py/agl-0.3` (`CARGO_TARGET_TMPDIR` is `<target>/tmp`).
+fn venv_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR has a parent")
+        .join("py/agl-0.3")
+}
+
+/// Creates or reuses the venv with `agentlightning==0.3.0`; returns its python.
+pub fn prepare_venv() -> PathBuf {
+    let helper = workspace_root().join("tests/python/prepare_venv.py");
+    let output = match Command::new("python3").arg(&helper).arg(venv_dir()).output() {
+        Ok(output) => output,
+        Err(err) => panic!(
+            "cannot run python3 ({err}). This needs Python 3.10 or newer with venv and pip, e.g. \
+             `apt-get install python3 python3-venv python3-pip` (Debian/Ubuntu) or `dnf install python3 python3-pip`; \
+             the first run also needs PyPI to install agentlightning==0.3.0"
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "preparing the Python venv failed ({}): {}\n{}\nneeds python3 >= 3.10 with `python3-venv` and \
+         `python3-pip`, and PyPI for the first install",
+        output.status,
+        stdout,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("prepare_venv prints the venv's python")
+            .trim(),
+    )
+}
+
+/// A server child process, killed and reaped on drop.
+pub struct ServerProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    /// What the server wrote to stderr so far (for failure messages); empty when not captured.
+    log: Arc<Mutex<String>>,
+}
+
+impl ServerProcess {
+    /// `agl-host store --port 0` (this package's binary); returns once it printed its URL.
+    pub fn agl_host_store() -> ServerProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
+            .args(["store", "--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agl-host store starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        // From here on the child is killed and reaped on drop, whatever happens.
+        let mut server = ServerProcess {
+            child,
+            url: String::new(),
+            log: Arc::clone(&log),
+        };
+        match read_url(stderr, log) {
+            Some(url) => server.url = url,
+            None => {
+                let status = server.child.wait().expect("wait for agl-host");
+                panic!(
+                    "agl-host store exited ({status}) before printing its URL:\n{}",
+                    server.log()
+                );
+            }
+        }
+        server
+    }
+
+    /// Another server already started at `url`, to be killed on drop like ours.
+    #[allow(dead_code)] // the bench's other server; the Python test has none
+    pub fn adopt(child: Child, url: String) -> ServerProcess {
+        ServerProcess {
+            child,
+            url,
+            log: Arc::default(),
+        }
+    }
+
+    /// `127.0.0.1:PORT`: the URL without its scheme.
+    #[allow(dead_code)] // the bench speaks raw HTTP to the host; the Python test passes the URL
+    pub fn host(&self) -> &str {
+        self.url.strip_prefix("http://").unwrap_or(&self.url)
+    }
+
+    #[allow(dead_code)] // the bench reads the server's CPU time by pid
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().map(|log| log.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads stderr until the "listening on URL" line, then keeps draining it into `log` on a thread
+/// (so the server never blocks on a full pipe). None when stderr ends first.
+fn read_url(stderr: ChildStderr, log: Arc<Mutex<String>>) -> Option<String> {
+    let mut reader = BufReader::new(stderr);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        if let Ok(mut log) = log.lock() {
+            log.push_str(&line);
+        }
+        if let Some(rest) = line.trim().strip_prefix(LISTENING) {
+            let url = rest.split_whitespace().next()?.to_string();
+            thread::spawn(move || {
+                let mut rest = String::new();
+                let _ = reader.read_to_string(&mut rest);
+                if let Ok(mut log) = log.lock() {
+                    log.push_str(&rest);
+                }
+            });
+            return Some(url);
+        }
+    }
+}
