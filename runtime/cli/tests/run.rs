@@ -2,9 +2,10 @@
 //! the baseline plugin) built from source, the scripted LLM, and the in-memory store.
 
 use serde_json::Value;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn repo() -> PathBuf {
@@ -32,8 +33,71 @@ fn agl_host() -> Command {
     command
 }
 
-fn run(args: &[&str]) -> Output {
-    agl_host().args(args).output().expect("agl-host runs")
+/// An `agl-host` command line under construction; paths go in as they are.
+struct Cli {
+    args: Vec<OsString>,
+}
+
+impl Cli {
+    /// `agl-host <subcommand>`.
+    fn new(subcommand: &str) -> Self {
+        Self {
+            args: vec![subcommand.into()],
+        }
+    }
+
+    /// One more argument.
+    fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// `<name> <value>`, e.g. `.flag("--runners", "2")`.
+    fn flag(self, name: &str, value: impl AsRef<OsStr>) -> Self {
+        self.arg(name).arg(value)
+    }
+
+    /// The command, not started (to choose where its output goes).
+    fn command(&self) -> Command {
+        let mut command = agl_host();
+        command.args(&self.args);
+        command
+    }
+
+    /// Starts it with stdout and stderr piped.
+    fn spawn(&self) -> Child {
+        self.command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agl-host starts")
+    }
+
+    /// Runs it to the end.
+    fn output(&self) -> Output {
+        self.command().output().expect("agl-host runs")
+    }
+}
+
+/// `agl-host run` of the probe guest under the `algo` plugin crate on the `train` set.
+fn probe_run(algo: &str, train: &Path) -> Cli {
+    Cli::new("run")
+        .flag("--agent", component("tests/guests/probe"))
+        .flag("--algo", component(algo))
+        .flag("--train", train)
+}
+
+/// `agl-host run` of `agent` under the `algo` plugin crate on the math agent's train and val
+/// sets, with its `resources` and scripted-LLM `rules` (files under examples/math-agent).
+fn math_run(agent: PathBuf, algo: &str, resources: &str, rules: &str) -> Cli {
+    let math = repo().join("examples/math-agent");
+    Cli::new("run")
+        .flag("--agent", agent)
+        .flag("--algo", component(algo))
+        .flag("--train", math.join("data/train.jsonl"))
+        .flag("--val", math.join("data/val.jsonl"))
+        .flag("--resources", math.join(resources))
+        .flag("--llm-script", math.join(rules))
 }
 
 fn read_results(path: &Path) -> Value {
@@ -55,25 +119,10 @@ fn run_with_the_baseline_scores_every_task_of_the_math_agent() {
     let dir = temp_dir("math");
     let out = dir.join("results.json");
     let math = repo().join("examples/math-agent");
-    let output = run(&[
-        "run",
-        "--agent",
-        math.to_str().expect("utf-8"),
-        "--algo",
-        component("plugins/baseline").to_str().expect("utf-8"),
-        "--train",
-        math.join("data/train.jsonl").to_str().expect("utf-8"),
-        "--val",
-        math.join("data/val.jsonl").to_str().expect("utf-8"),
-        "--resources",
-        math.join("initial-resources.json").to_str().expect("utf-8"),
-        "--llm-script",
-        math.join("rules.json").to_str().expect("utf-8"),
-        "--runners",
-        "2",
-        "--output",
-        out.to_str().expect("utf-8"),
-    ]);
+    let output = math_run(math, "plugins/baseline", "initial-resources.json", "rules.json")
+        .flag("--runners", "2")
+        .flag("--output", &out)
+        .output();
     assert!(output.status.success(), "{}", text(&output));
     let results = read_results(&out);
     assert_eq!(results["status"], "completed");
@@ -117,19 +166,10 @@ fn a_trapping_agent_is_retried_once_and_final_statuses_are_right() {
     );
     let rollout_config = serde_json::json!({"rollout_config": {"max_attempts": 2, "retry_condition": ["failed"]}});
     std::fs::write(&config, rollout_config.to_string()).expect("config");
-    let output = run(&[
-        "run",
-        "--agent",
-        component("tests/guests/probe").to_str().expect("utf-8"),
-        "--algo",
-        component("plugins/baseline").to_str().expect("utf-8"),
-        "--train",
-        train.to_str().expect("utf-8"),
-        "--algo-config",
-        config.to_str().expect("utf-8"),
-        "--output",
-        out.to_str().expect("utf-8"),
-    ]);
+    let output = probe_run("plugins/baseline", &train)
+        .flag("--algo-config", &config)
+        .flag("--output", &out)
+        .output();
     assert!(output.status.success(), "{}", text(&output));
     let results = read_results(&out);
     let train = &results["splits"]["train"];
@@ -147,45 +187,35 @@ fn a_trapping_agent_is_retried_once_and_final_statuses_are_right() {
 
 /// Starts `agl-host run` on 40 spinning tasks (each runs until `agent_timeout`) and returns once
 /// the run has started, with the child and where its results go.
-fn start_spinning_run(name: &str, agent_timeout: &str, grace: &str) -> (std::process::Child, PathBuf) {
+fn start_spinning_run(name: &str, agent_timeout: &str, grace: &str) -> (Child, PathBuf) {
     let dir = temp_dir(name);
     let (train, out) = (dir.join("train.jsonl"), dir.join("results.json"));
     write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 40]);
-    let mut child = agl_host()
-        .args([
-            "run",
-            "--agent",
-            component("tests/guests/probe").to_str().expect("utf-8"),
-            "--algo",
-            component("plugins/baseline").to_str().expect("utf-8"),
-            "--train",
-            train.to_str().expect("utf-8"),
-            "--agent-timeout",
-            agent_timeout,
-            "--grace",
-            grace,
-            "--output",
-            out.to_str().expect("utf-8"),
-        ])
+    let mut child = probe_run("plugins/baseline", &train)
+        .flag("--agent-timeout", agent_timeout)
+        .flag("--grace", grace)
+        .flag("--output", &out)
+        .command()
+        // The runner's debug events say when an attempt starts.
+        .env("AGL_LOG", "warn,agl_runner=debug")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("agl-host starts");
-    // Wait until the run has started (the line naming the agent and algorithm), then a bit more.
+    // Wait until an attempt is running (however long start-up takes on a busy machine).
     let stderr = child.stderr.take().expect("stderr piped");
     let mut lines = BufReader::new(stderr).lines();
     loop {
-        let line = lines.next().expect("agl-host printed its start line").expect("utf-8");
-        if line.contains("runner(s)") {
+        let line = lines.next().expect("agl-host logs an attempt start").expect("utf-8");
+        if line.contains("attempt started") {
             break;
         }
     }
     std::thread::spawn(move || lines.for_each(drop));
-    std::thread::sleep(Duration::from_millis(1000));
     (child, out)
 }
 
-fn interrupt(child: &std::process::Child) {
+fn interrupt(child: &Child) {
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -193,20 +223,21 @@ fn interrupt(child: &std::process::Child) {
     assert!(killed.success());
 }
 
+/// Waits for the interrupted `child` to exit with code 130, within `limit` from now.
+fn assert_interrupted_exit(child: Child, limit: Duration) {
+    let stopped = Instant::now();
+    let output = child.wait_with_output().expect("agl-host exits");
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+    assert!(stopped.elapsed() < limit, "took {:?}", stopped.elapsed());
+}
+
 #[test]
 fn sigint_stops_gracefully_and_writes_partial_results() {
     // Each task spins until the agent's 300 ms deadline: 40 of them take 12 s on one runner.
     let (child, out) = start_spinning_run("sigint", "300ms", "10s");
     interrupt(&child);
-    let stopped = Instant::now();
-    let output = child.wait_with_output().expect("agl-host exits");
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
     // The running attempt finishes within its deadline; nothing waits for the other 30-odd tasks.
-    assert!(
-        stopped.elapsed() < Duration::from_secs(8),
-        "took {:?}",
-        stopped.elapsed()
-    );
+    assert_interrupted_exit(child, Duration::from_secs(8));
     let results = read_results(&out);
     assert_eq!(results["status"], "interrupted");
     let train = &results["splits"]["train"];
@@ -222,14 +253,7 @@ fn a_second_sigint_or_the_end_of_the_grace_period_abandons_running_attempts() {
     // The running attempt would spin for 60 s; the grace period (300 ms) ends it.
     let (child, out) = start_spinning_run("grace", "60s", "300ms");
     interrupt(&child);
-    let stopped = Instant::now();
-    let output = child.wait_with_output().expect("agl-host exits");
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
-    assert!(
-        stopped.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        stopped.elapsed()
-    );
+    assert_interrupted_exit(child, Duration::from_secs(10));
     let results = read_results(&out);
     assert_eq!(results["forced_stop"], true, "{results:#}");
     assert_eq!(results["splits"]["train"]["failed"], 1, "{results:#}");
@@ -239,14 +263,7 @@ fn a_second_sigint_or_the_end_of_the_grace_period_abandons_running_attempts() {
     interrupt(&child);
     std::thread::sleep(Duration::from_millis(500));
     interrupt(&child);
-    let stopped = Instant::now();
-    let output = child.wait_with_output().expect("agl-host exits");
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
-    assert!(
-        stopped.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        stopped.elapsed()
-    );
+    assert_interrupted_exit(child, Duration::from_secs(10));
     let results = read_results(&out);
     assert_eq!(results["forced_stop"], true, "{results:#}");
     assert_eq!(results["attempts"]["failed"], 1, "{results:#}");
@@ -259,65 +276,45 @@ fn bad_inputs_give_one_clear_line_and_exit_code_2() {
     std::fs::write(&train, "{\"do\": \"noop\"}\n{broken\n").expect("dataset");
     let probe = component("tests/guests/probe");
     let baseline = component("plugins/baseline");
-    let val_path = repo().join("examples/math-agent/data/val.jsonl");
-    let val = val_path.to_str().expect("utf-8");
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let val = repo().join("examples/math-agent/data/val.jsonl");
+    let cases = [
         (
-            vec![
-                "run",
-                "--agent",
-                "/no/such.wasm",
-                "--algo",
-                baseline.to_str().expect("utf-8"),
-                "--train",
-                train.to_str().expect("utf-8"),
-            ],
+            Cli::new("run")
+                .flag("--agent", "/no/such.wasm")
+                .flag("--algo", &baseline)
+                .flag("--train", &train),
             "train.jsonl:2: not a JSON value",
         ),
         (
-            vec!["dev", "--agent", "/no/such.wasm", "--train", val],
+            Cli::new("dev").flag("--agent", "/no/such.wasm").flag("--train", &val),
             "agent /no/such.wasm: no such file or directory",
         ),
         (
             // The algorithm given as the agent: it does not implement the agent world.
-            vec![
-                "dev",
-                "--agent",
-                baseline.to_str().expect("utf-8"),
-                "--algo",
-                baseline.to_str().expect("utf-8"),
-                "--train",
-                val,
-            ],
+            Cli::new("dev")
+                .flag("--agent", &baseline)
+                .flag("--algo", &baseline)
+                .flag("--train", &val),
             "does not implement the agl:agent/agent world",
         ),
         (
-            vec![
-                "dev",
-                "--agent",
-                probe.to_str().expect("utf-8"),
-                "--algo",
-                probe.to_str().expect("utf-8"),
-                "--train",
-                val,
-            ],
+            Cli::new("dev")
+                .flag("--agent", &probe)
+                .flag("--algo", &probe)
+                .flag("--train", &val),
             "does not implement the agl:agent/algorithm world",
         ),
         (
-            vec![
-                "dev",
-                "--agent",
-                probe.to_str().expect("utf-8"),
-                "--train",
-                val,
-                "--agent-memory",
-                "lots",
-            ],
+            Cli::new("dev")
+                .flag("--agent", &probe)
+                .flag("--train", &val)
+                .flag("--agent-memory", "lots"),
             "--agent-memory: invalid size 'lots'",
         ),
     ];
-    for (args, expected) in cases {
-        let output = run(&args);
+    for (cli, expected) in cases {
+        let output = cli.output();
+        let args = &cli.args;
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
         assert!(
@@ -329,13 +326,13 @@ fn bad_inputs_give_one_clear_line_and_exit_code_2() {
             "{stderr}"
         );
     }
-    let usage = run(&["run", "--agent", "a.wasm"]);
+    let usage = Cli::new("run").flag("--agent", "a.wasm").output();
     assert_eq!(usage.status.code(), Some(2), "{}", text(&usage));
 }
 
 #[test]
 fn help_teaches_the_flags_and_exit_codes() {
-    let output = run(&["run", "--help"]);
+    let output = Cli::new("run").arg("--help").output();
     assert!(output.status.success());
     let help = String::from_utf8_lossy(&output.stdout);
     for needle in [
@@ -355,17 +352,12 @@ fn help_teaches_the_flags_and_exit_codes() {
 #[test]
 fn dev_runs_the_baseline_by_default_on_an_agent_crate() {
     let classifier = repo().join("examples/classifier-agent");
-    let output = run(&[
-        "dev",
-        "--agent",
-        classifier.to_str().expect("utf-8"),
-        "--train",
-        classifier.join("data/val.jsonl").to_str().expect("utf-8"),
-        "--resources",
-        classifier.join("initial-resources.json").to_str().expect("utf-8"),
-        "--llm-script",
-        classifier.join("rules.json").to_str().expect("utf-8"),
-    ]);
+    let output = Cli::new("dev")
+        .flag("--agent", &classifier)
+        .flag("--train", classifier.join("data/val.jsonl"))
+        .flag("--resources", classifier.join("initial-resources.json"))
+        .flag("--llm-script", classifier.join("rules.json"))
+        .output();
     assert!(output.status.success(), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("algorithm agl_baseline.wasm"), "{stdout}");
@@ -377,28 +369,12 @@ fn run_apo(name: &str, seed: u64) -> Value {
     let dir = temp_dir(name);
     let (config, out) = (dir.join("config.json"), dir.join("results.json"));
     std::fs::write(&config, serde_json::json!({"seed": seed}).to_string()).expect("config");
-    let math = repo().join("examples/math-agent");
-    let output = run(&[
-        "run",
-        "--agent",
-        component("examples/math-agent").to_str().expect("utf-8"),
-        "--algo",
-        component("plugins/apo").to_str().expect("utf-8"),
-        "--train",
-        math.join("data/train.jsonl").to_str().expect("utf-8"),
-        "--val",
-        math.join("data/val.jsonl").to_str().expect("utf-8"),
-        "--resources",
-        math.join("apo/seed-resources.json").to_str().expect("utf-8"),
-        "--llm-script",
-        math.join("apo/rules.json").to_str().expect("utf-8"),
-        "--algo-config",
-        config.to_str().expect("utf-8"),
-        "--runners",
-        "2",
-        "--output",
-        out.to_str().expect("utf-8"),
-    ]);
+    let agent = component("examples/math-agent");
+    let output = math_run(agent, "plugins/apo", "apo/seed-resources.json", "apo/rules.json")
+        .flag("--algo-config", &config)
+        .flag("--runners", "2")
+        .flag("--output", &out)
+        .output();
     assert!(output.status.success(), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("APO: best prompt"), "the report is printed: {stdout}");
@@ -456,25 +432,13 @@ fn apo_survives_llm_errors_and_rollouts_that_time_out() {
     std::fs::write(&resources, prompt.to_string()).expect("resources");
     let settings = serde_json::json!({"beam_rounds": 1, "beam_width": 1, "branch_factor": 1, "rollout_batch_timeout": 0.1, "seed": 1});
     std::fs::write(&config, settings.to_string()).expect("config");
-    let output = run(&[
-        "run",
-        "--agent",
-        component("tests/guests/probe").to_str().expect("utf-8"),
-        "--algo",
-        component("plugins/apo").to_str().expect("utf-8"),
-        "--train",
-        train.to_str().expect("utf-8"),
-        "--val",
-        val.to_str().expect("utf-8"),
-        "--resources",
-        resources.to_str().expect("utf-8"),
-        "--algo-config",
-        config.to_str().expect("utf-8"),
-        "--agent-timeout",
-        "300ms",
-        "--output",
-        out.to_str().expect("utf-8"),
-    ]);
+    let output = probe_run("plugins/apo", &train)
+        .flag("--val", &val)
+        .flag("--resources", &resources)
+        .flag("--algo-config", &config)
+        .flag("--agent-timeout", "300ms")
+        .flag("--output", &out)
+        .output();
     assert!(output.status.success(), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("critique skipped"), "{stderr}");
@@ -487,7 +451,7 @@ fn apo_survives_llm_errors_and_rollouts_that_time_out() {
 }
 
 /// Reads `child`'s stderr on a thread; returns a receiver of its lines.
-fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -513,6 +477,21 @@ fn wait_for_line(lines: &std::sync::mpsc::Receiver<String>, needle: &str) -> Str
     panic!("no line with '{needle}' in time");
 }
 
+/// Reads lines until each needle has been in one of them, in any order.
+fn wait_for_all_lines(lines: &std::sync::mpsc::Receiver<String>, needles: &[&str]) {
+    let mut missing: Vec<&str> = needles.to_vec();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !missing.is_empty() {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .unwrap_or_else(|| panic!("no lines with {missing:?} in time"));
+        match lines.recv_timeout(left) {
+            Ok(line) => missing.retain(|needle| !line.contains(needle)),
+            Err(e) => panic!("no lines with {missing:?}: {e}"),
+        }
+    }
+}
+
 #[test]
 fn client_server_survives_a_runner_killed_mid_rollout() {
     // Every task spins until its 1 s deadline (failed, not retried); a rollout whose runner dies
@@ -527,32 +506,17 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
     let rollout_config = serde_json::json!({"rollout_config": {
         "max_attempts": 2, "retry_condition": ["unresponsive"], "unresponsive_seconds": 0.8}});
     std::fs::write(&config, rollout_config.to_string()).expect("config");
-    let mut child = agl_host()
-        .args([
-            "run",
-            "--strategy",
-            "client-server",
-            "--runners",
-            "2",
-            "--heartbeat",
-            "200ms",
-            "--agent-timeout",
-            "1s",
-        ])
-        .arg("--agent")
-        .arg(component("tests/guests/probe"))
-        .arg("--algo")
-        .arg(component("plugins/baseline"))
-        .arg("--train")
-        .arg(&train)
-        .arg("--algo-config")
-        .arg(&config)
-        .arg("--output")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agl-host starts");
+    let mut child = Cli::new("run")
+        .flag("--strategy", "client-server")
+        .flag("--runners", "2")
+        .flag("--heartbeat", "200ms")
+        .flag("--agent-timeout", "1s")
+        .flag("--agent", component("tests/guests/probe"))
+        .flag("--algo", component("plugins/baseline"))
+        .flag("--train", &train)
+        .flag("--algo-config", &config)
+        .flag("--output", &out)
+        .spawn();
     let lines = stderr_lines(&mut child);
     let first = wait_for_line(&lines, "started runner process 1 (pid ");
     let pid: String = first
@@ -561,8 +525,8 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
         .expect("pid")
         .trim_end_matches(')')
         .to_owned();
-    wait_for_line(&lines, "runner 1: runner-1:");
-    wait_for_line(&lines, "runner 2: runner-2:");
+    // The two runner processes print in either order.
+    wait_for_all_lines(&lines, &["runner 1: runner-1:", "runner 2: runner-2:"]);
     // Both runners are now inside an attempt (each spins for 1 s).
     std::thread::sleep(Duration::from_millis(500));
     let killed = Command::new("kill").args(["-KILL", &pid]).status().expect("kill runs");
@@ -583,8 +547,10 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
 
 #[test]
 fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
-    let mut store = agl_host()
-        .args(["store", "--port", "0", "--token", "s3cret"])
+    let mut store = Cli::new("store")
+        .flag("--port", "0")
+        .flag("--token", "s3cret")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -599,21 +565,19 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
         .to_owned();
 
     // A wrong token is refused at once, with one line.
-    let refused = run(&[
-        "runner",
-        "--store",
-        &url,
-        "--token",
-        "wrong",
-        "--agent",
-        "/no/such.wasm",
-    ]);
+    let refused = Cli::new("runner")
+        .flag("--store", &url)
+        .flag("--token", "wrong")
+        .flag("--agent", "/no/such.wasm")
+        .output();
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
 
-    let mut runner = agl_host()
-        .args(["runner", "--store", &url, "--token", "s3cret", "--runners", "2"])
-        .arg("--agent")
-        .arg(component("tests/guests/probe"))
+    let mut runner = Cli::new("runner")
+        .flag("--store", &url)
+        .flag("--token", "s3cret")
+        .flag("--runners", "2")
+        .flag("--agent", component("tests/guests/probe"))
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

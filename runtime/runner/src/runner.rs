@@ -208,6 +208,7 @@ impl Runner {
         let (r, a) = (&rollout.rollout, &rollout.attempt);
         *self.current.lock() = Some((r.rollout_id.clone(), a.attempt_id.clone()));
         let resources = self.resources_for(rollout).await;
+        tracing::debug!(worker = %self.worker_id, rollout = %r.rollout_id, attempt = %a.attempt_id, "attempt started");
         self.hooks.rollout_start(r, a);
         let outcome = match resources {
             Ok(resources) => {
@@ -225,6 +226,8 @@ impl Runner {
             Err(reason) => AttemptOutcome::failed_before_start(reason),
         };
         self.finalize(rollout, outcome.status, outcome.failure.as_deref()).await;
+        tracing::debug!(worker = %self.worker_id, rollout = %r.rollout_id, attempt = %a.attempt_id,
+            status = ?outcome.status, failure = outcome.failure.as_deref().unwrap_or(""), "attempt ended");
         *self.current.lock() = None;
         match outcome.status {
             AttemptStatus::Succeeded => self.counters.succeeded.fetch_add(1, Ordering::Relaxed),
