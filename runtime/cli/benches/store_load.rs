@@ -17,6 +17,9 @@
 //! writes a fixed answer as long as ours to an enqueue, then as long as our span query answer):
 //! the most any server can reach here, so the ceiling on the ratio.
 //!
+//! Both servers serve from one thread: theirs is one asyncio event loop (its CLI's default), ours
+//! runs with `--threads 1`.
+//!
 //! One request at a time leaves a core idle and makes every answer a cross-core wake-up, which
 //! on this VM costs more than most requests; so 1-connection phases run with the server's and the
 //! generator's threads on one core (the same for every server; see [`OneCore`]).
@@ -597,7 +600,8 @@ fn main() {
         .expect("tokio runtime");
     runtime.block_on(async move {
         let python = (!ours_only).then(prepare_venv);
-        let ours = ServerProcess::agl_host_store();
+        // One thread serving requests, as theirs has one event loop.
+        let ours = ServerProcess::agl_host_store(&["--threads", "1"]);
         eprintln!("agl-host store at {} ({secs} s per phase)", ours.url);
         let ours_figures = run_all("ours", &ours, secs, pin).await;
         let sizes = answer_sizes(ours.host(), &rollout_with_spans(ours.host()).await).await;

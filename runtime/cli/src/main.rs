@@ -15,7 +15,7 @@ mod sandbox;
 mod signals;
 mod store_cmd;
 
-use args::{Cli, Command};
+use args::{Cli, Command, StoreArgs};
 use clap::Parser;
 use inputs::InputError;
 use std::path::PathBuf;
@@ -62,7 +62,14 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Store(StoreArgs {
+        threads: Some(threads), ..
+    }) = &cli.command
+    {
+        builder.worker_threads(usize::from(*threads));
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("agl-host: cannot start the async runtime: {e}");

@@ -54,7 +54,7 @@ fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
 #[test]
 fn agentlightning_client_drives_our_store() {
     let python = prepare_venv();
-    let server = ServerProcess::agl_host_store();
+    let server = ServerProcess::agl_host_store(&[]);
     let mut command = Command::new(&python);
     command
         .arg(workspace_root().join("tests/python/agl_client_compat.py"))

@@ -63,10 +63,11 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// `agl-host store --port 0` (this package's binary); returns once it printed its URL.
-    pub fn agl_host_store() -> ServerProcess {
+    /// `agl-host store --port 0 ARGS...` (this package's binary); returns once it printed its URL.
+    pub fn agl_host_store(args: &[&str]) -> ServerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
             .args(["store", "--port", "0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
