@@ -1,10 +1,12 @@
-//! The span pipeline: an OpenTelemetry tracer whose processor buffers finished spans, and a
-//! flusher that writes them to the LightningStore in batches — one `get_next_span_sequence_ids`
-//! and one `add_spans` per batch. Flushes are serialized so sequence ids follow end order.
+//! The span pipeline: an OpenTelemetry tracer whose processor turns each finished span into a
+//! store span at once (on the thread that ended it, while its data is still in that core's
+//! cache) and buffers it, and a flusher that writes them to the LightningStore in batches — one
+//! `get_next_span_sequence_ids` and one `add_spans` per batch. Flushes are serialized so sequence
+//! ids follow end order.
 
 use super::attempt::AttemptTrace;
 use super::convert::to_store_span;
-use agl_store::LightningStore;
+use agl_store::{LightningStore, Span};
 use opentelemetry::trace::{TraceId, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanProcessor};
@@ -18,10 +20,11 @@ use tokio::sync::Notify;
 /// The rollout and attempt ids a trace's spans belong to.
 type Owner = (Arc<str>, Arc<str>);
 
-/// Finished spans waiting for the store, and the attempts they belong to (by trace id).
+/// Finished spans waiting for the store (sequence ids not yet given), and the attempts they
+/// belong to (by trace id).
 #[derive(Debug, Default)]
 struct Pending {
-    spans: Mutex<Vec<SpanData>>,
+    spans: Mutex<Vec<Span>>,
     attempts: Mutex<FxHashMap<TraceId, Owner>>,
     wake: Notify,
     dropped: AtomicU64,
@@ -38,6 +41,12 @@ impl SpanProcessor for StoreSpanProcessor {
     fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
 
     fn on_end(&self, span: SpanData) {
+        let owner = self.pending.attempts.lock().get(&span.span_context.trace_id()).cloned();
+        let Some((rollout_id, attempt_id)) = owner else {
+            self.pending.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let span = to_store_span(span, &rollout_id, &attempt_id, 0);
         let mut spans = self.pending.spans.lock();
         spans.push(span);
         if spans.len() >= self.batch {
@@ -121,24 +130,16 @@ impl SpanRecorder {
         if batch.is_empty() {
             return Ok(());
         }
-        let owners: Vec<Option<Owner>> = {
-            let attempts = self.inner.pending.attempts.lock();
-            batch
-                .iter()
-                .map(|s| attempts.get(&s.span_context.trace_id()).cloned())
-                .collect()
-        };
-        let pairs: Vec<(&str, &str)> = owners.iter().flatten().map(|(r, a)| (r.as_ref(), a.as_ref())).collect();
+        let pairs: Vec<(&str, &str)> = batch
+            .iter()
+            .map(|span| (span.rollout_id.as_str(), span.attempt_id.as_str()))
+            .collect();
         let sequence_ids = self.inner.store.get_next_span_sequence_ids(&pairs).await?;
-        let mut sequence_ids = sequence_ids.into_iter();
-        let mut spans = Vec::with_capacity(pairs.len());
-        for (data, owner) in batch.into_iter().zip(&owners) {
-            let Some((rollout_id, attempt_id)) = owner else {
-                self.inner.pending.dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
-            };
-            let Some(sequence_id) = sequence_ids.next() else { break };
-            spans.push(to_store_span(data, rollout_id, attempt_id, sequence_id));
+        drop(pairs);
+        let mut spans = batch;
+        spans.truncate(sequence_ids.len()); // a store answers one id per pair; never fewer
+        for (span, sequence_id) in spans.iter_mut().zip(sequence_ids) {
+            span.sequence_id = sequence_id;
         }
         self.inner.store.add_spans(spans).await.map(|_| ())
     }
