@@ -110,6 +110,7 @@ fn main() {
     if std::env::args().any(|a| a == "--host-calls-only") {
         let mean = runtime.block_on(attempts(&agent, json!({"do": "host_calls", "n": calls}), 300));
         println!("rollout of {calls} host calls: {:.1} µs", mean.as_secs_f64() * 1e6);
+        let _ = std::fs::remove_dir_all(&cache_dir);
         return;
     }
     let (noop, per_call_rounds, llm_once) = runtime.block_on(async {
