@@ -1,7 +1,7 @@
 //! HTTP throughput of `agl-host store` against Agent-lightning 0.3.0's own store server (`agl
 //! store`: `LightningStoreServer` over its `InMemoryLightningStore`, from the venv that
 //! `tests/python/prepare_venv.py` keeps in `target/py/agl-0.3`). One load generator (this binary:
-//! Tokio tasks, each with one keep-alive HTTP/1.1 connection and one request in flight, through a
+//! threads, each with one keep-alive HTTP/1.1 connection and one request in flight, through a
 //! minimal HTTP client) sends the same request bodies to both servers, at 1 and 16 connections:
 //!
 //! - `enqueue`: `POST /v1/agl/queues/rollouts/enqueue` with one rollout (what `enqueue_rollout` sends);
@@ -24,9 +24,13 @@
 //! on this VM costs more than most requests; so 1-connection phases run with the server's and the
 //! generator's threads on one core (the same for every server; see [`OneCore`]).
 //!
+//! Both servers run side by side and every phase runs on one and then the other, in rounds (three
+//! by default): the table gives median rates and the median of the rounds' ratios with their
+//! range, so a ratio never compares figures taken minutes apart on a machine whose speed drifts.
+//!
 //! Run: `cargo bench -p agl-host --bench store_load` (`-- --quick` for a smoke run, `-- --secs N`
-//! per phase, `-- --ours-only` to skip the Python server, `-- --no-pin` to leave 1-connection
-//! phases unpinned). The machine's cores are shared by the
+//! per phase, `-- --rounds N`, `-- --ours-only` to skip the Python server, `-- --no-pin` to leave
+//! 1-connection phases unpinned). The machine's cores are shared by the
 //! generator and the server under test; the figures are for this box only.
 
 #[path = "../tests/support/mod.rs"]
@@ -35,16 +39,13 @@ mod support;
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use support::{ServerProcess, prepare_venv};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::sync::Barrier;
 
 const CONNECTIONS: [usize; 2] = [1, 16];
 const SPANS_PER_QUERIED_ROLLOUT: usize = 20;
@@ -54,7 +55,7 @@ const OPERATIONS: [&str; 4] = ["enqueue", "dequeue", "add_span", "query_spans"];
 
 /// Agent-lightning 0.3.0's `agl store` (in-memory backend, one asyncio worker: its CLI's defaults)
 /// on a free port; returns once `/v1/agl/health` answers.
-async fn start_theirs(python: &Path) -> ServerProcess {
+fn start_theirs(python: &Path) -> ServerProcess {
     let port = TcpListener::bind("127.0.0.1:0")
         .expect("a free port")
         .local_addr()
@@ -80,8 +81,8 @@ async fn start_theirs(python: &Path) -> ServerProcess {
     let server = ServerProcess::adopt(child, format!("http://127.0.0.1:{port}"));
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        if let Ok(mut conn) = Conn::open(server.host()).await
-            && conn.request("GET", "/v1/agl/health", b"").await.0 == 200
+        if let Ok(mut conn) = Conn::open(server.host())
+            && conn.request("GET", "/v1/agl/health", b"").0 == 200
         {
             return server;
         }
@@ -89,7 +90,7 @@ async fn start_theirs(python: &Path) -> ServerProcess {
             Instant::now() < deadline,
             "Agent-lightning's server did not become healthy in 180 s"
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -146,30 +147,34 @@ fn query_spans_body(rollout_id: &str) -> String {
 
 // ------------------------------------------------------------------ HTTP/1.1 client
 
-/// One keep-alive HTTP/1.1 connection sending one request at a time: just enough HTTP for these
-/// two servers (responses with Content-Length), so the generator's cost per request stays far below
-/// a general client's and the server's.
+/// One keep-alive HTTP/1.1 connection sending one request at a time, on blocking sockets (a write
+/// and, mostly, one read per request: no readiness polling): just enough HTTP for these servers
+/// (responses with Content-Length), so the generator's cost per request stays far below a general
+/// client's and the server's.
 struct Conn {
     stream: TcpStream,
     host: String,
     out: Vec<u8>,
+    /// Read buffer: the response being read is `buf[..filled]`.
     buf: Vec<u8>,
+    filled: usize,
 }
 
 impl Conn {
-    async fn open(host: &str) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(host).await?;
+    fn open(host: &str) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(host)?;
         stream.set_nodelay(true)?;
         Ok(Conn {
             stream,
             host: host.to_string(),
             out: Vec::with_capacity(4096),
-            buf: Vec::with_capacity(64 * 1024),
+            buf: vec![0; 64 * 1024],
+            filled: 0,
         })
     }
 
     /// Sends a request and reads the whole response: (status, body).
-    async fn request(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, &[u8]) {
+    fn request(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, &[u8]) {
         self.out.clear();
         write!(
             self.out,
@@ -179,33 +184,39 @@ impl Conn {
         )
         .expect("write to a Vec");
         self.out.extend_from_slice(body);
-        self.stream.write_all(&self.out).await.expect("send the request");
-        self.buf.clear();
+        self.stream.write_all(&self.out).expect("send the request");
+        self.filled = 0;
         let head_len = loop {
-            self.fill(path).await;
-            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            self.fill(path);
+            if let Some(end) = self.buf[..self.filled].windows(4).position(|w| w == b"\r\n\r\n") {
                 break end + 4;
             }
         };
         let head = std::str::from_utf8(&self.buf[..head_len]).expect("ASCII response head");
         let status: u16 = head.get(9..12).and_then(|s| s.parse().ok()).expect("HTTP status line");
         let length = content_length(head).unwrap_or_else(|| panic!("{path}: no Content-Length in\n{head}"));
-        while self.buf.len() < head_len + length {
-            self.fill(path).await;
+        while self.filled < head_len + length {
+            self.fill(path);
         }
-        assert_eq!(self.buf.len(), head_len + length, "{path}: bytes after the response");
-        (status, &self.buf[head_len..])
+        assert_eq!(self.filled, head_len + length, "{path}: bytes after the response");
+        (status, &self.buf[head_len..self.filled])
     }
 
-    async fn fill(&mut self, path: &str) {
-        let mut chunk = [0u8; 16 * 1024];
-        let read = self.stream.read(&mut chunk).await.expect("read the response");
+    /// Reads what has arrived into the buffer (growing it when full).
+    fn fill(&mut self, path: &str) {
+        if self.filled == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let read = self
+            .stream
+            .read(&mut self.buf[self.filled..])
+            .expect("read the response");
         assert!(read > 0, "{path}: the server closed the connection");
-        self.buf.extend_from_slice(&chunk[..read]);
+        self.filled += read;
     }
 
-    async fn post_json(&mut self, path: &str, body: &str, want: u16) -> Value {
-        let (status, bytes) = self.request("POST", path, body.as_bytes()).await;
+    fn post_json(&mut self, path: &str, body: &str, want: u16) -> Value {
+        let (status, bytes) = self.request("POST", path, body.as_bytes());
         assert_eq!(status, want, "POST {path}: {}", String::from_utf8_lossy(bytes));
         serde_json::from_slice(bytes).expect("JSON answer")
     }
@@ -224,8 +235,8 @@ fn content_length(head: &str) -> Option<usize> {
 }
 
 /// `POST /v1/agl/rollouts` (start_rollout): a rollout with a running-to-be attempt, untimed.
-async fn start_rollout(conn: &mut Conn) -> (String, String) {
-    let started = conn.post_json("/v1/agl/rollouts", &start_rollout_body(), 201).await;
+fn start_rollout(conn: &mut Conn) -> (String, String) {
+    let started = conn.post_json("/v1/agl/rollouts", &start_rollout_body(), 201);
     let rollout_id = started["rollout_id"].as_str().expect("rollout_id").to_string();
     let attempt_id = started["attempt"]["attempt_id"]
         .as_str()
@@ -267,26 +278,28 @@ fn cpu_seconds(pid: &str) -> Option<f64> {
 }
 
 /// Runs `conns` connections for up to `secs`.
-async fn measure(host: &str, server_pid: u32, work: &Work, conns: usize, secs: f64) -> Phase {
+fn measure(host: &str, server_pid: u32, work: &Work, conns: usize, secs: f64) -> Phase {
     let server_pid = server_pid.to_string();
-    let barrier = Arc::new(Barrier::new(conns + 1));
-    let mut tasks = Vec::new();
-    for task in 0..conns {
-        let (barrier, host, work) = (Arc::clone(&barrier), host.to_string(), work.clone());
-        tasks.push(tokio::spawn(async move {
-            run_connection(&host, &work, task, barrier, secs).await
-        }));
-    }
-    barrier.wait().await;
-    let started = Instant::now();
-    let cpu_before = (cpu_seconds(&server_pid), cpu_seconds("self"));
-    let mut ops = 0u64;
-    let mut last_end = started;
-    for task in tasks {
-        let (count, ended) = task.await.expect("load task");
-        ops += count;
-        last_end = last_end.max(ended);
-    }
+    let barrier = Barrier::new(conns + 1);
+    let (ops, started, cpu_before, last_end) = std::thread::scope(|scope| {
+        let tasks: Vec<_> = (0..conns)
+            .map(|task| {
+                let barrier = &barrier;
+                scope.spawn(move || run_connection(host, work, task, barrier, secs))
+            })
+            .collect();
+        barrier.wait();
+        let started = Instant::now();
+        let cpu_before = (cpu_seconds(&server_pid), cpu_seconds("self"));
+        let mut ops = 0u64;
+        let mut last_end = started;
+        for task in tasks {
+            let (count, ended) = task.join().expect("load thread");
+            ops += count;
+            last_end = last_end.max(ended);
+        }
+        (ops, started, cpu_before, last_end)
+    });
     let wall = (last_end - started).as_secs_f64();
     let share = |before: Option<f64>, after: Option<f64>| Some((after? - before?) / wall);
     Phase {
@@ -351,10 +364,10 @@ fn place(pids: &[u32], cpus: &CpuSet) {
 
 /// One keep-alive connection: set-up (its own attempt for add_span), then the start barrier,
 /// then requests until the deadline.
-async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barrier>, secs: f64) -> (u64, Instant) {
-    let mut conn = Conn::open(host).await.expect("connect");
+fn run_connection(host: &str, work: &Work, task: usize, barrier: &Barrier, secs: f64) -> (u64, Instant) {
+    let mut conn = Conn::open(host).expect("connect");
     let attempt = match work {
-        Work::AddSpan => Some(start_rollout(&mut conn).await),
+        Work::AddSpan => Some(start_rollout(&mut conn)),
         _ => None,
     };
     // Fixed bodies are serialised once; a span body is built per request (new ids).
@@ -365,7 +378,7 @@ async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barri
         Work::QuerySpans { rollout_id } => ("/v1/agl/spans/search", query_spans_body(rollout_id), 200),
         Work::Floor => ("/floor", enqueue_body(), 200),
     };
-    barrier.wait().await;
+    barrier.wait();
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let mut count = 0u64;
     while Instant::now() < deadline {
@@ -377,7 +390,7 @@ async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barri
             }
             None => &fixed_body,
         };
-        let (status, answer) = conn.request("POST", path, body.as_bytes()).await;
+        let (status, answer) = conn.request("POST", path, body.as_bytes());
         assert_eq!(status, want, "POST {path}: {}", String::from_utf8_lossy(answer));
         if matches!(work, Work::Dequeue) && answer.starts_with(b"[]") {
             break; // the queue is drained
@@ -388,18 +401,16 @@ async fn run_connection(host: &str, work: &Work, task: usize, barrier: Arc<Barri
 }
 
 /// One rollout with SPANS_PER_QUERIED_ROLLOUT spans, for the query phase.
-async fn rollout_with_spans(host: &str) -> String {
-    let mut conn = Conn::open(host).await.expect("connect");
-    let (rollout_id, attempt_id) = start_rollout(&mut conn).await;
+fn rollout_with_spans(host: &str) -> String {
+    let mut conn = Conn::open(host).expect("connect");
+    let (rollout_id, attempt_id) = start_rollout(&mut conn);
     for n in 0..SPANS_PER_QUERIED_ROLLOUT {
         let body = span_body(&rollout_id, &attempt_id, 9999, n);
         let parsed: Value = serde_json::from_str(&body).expect("the span template is JSON");
         assert_eq!(parsed["sequence_id"], n + 1);
-        conn.post_json("/v1/agl/spans", &body, 201).await;
+        conn.post_json("/v1/agl/spans", &body, 201);
     }
-    let found = conn
-        .post_json("/v1/agl/spans/search", &query_spans_body(&rollout_id), 200)
-        .await;
+    let found = conn.post_json("/v1/agl/spans/search", &query_spans_body(&rollout_id), 200);
     assert_eq!(
         found["total"], SPANS_PER_QUERIED_ROLLOUT,
         "spans of the queried rollout: {found}"
@@ -408,11 +419,11 @@ async fn rollout_with_spans(host: &str) -> String {
 }
 
 /// The sizes of this server's answers to one enqueue and to the span query: [small, large].
-async fn answer_sizes(host: &str, queried: &str) -> [usize; 2] {
-    let mut conn = Conn::open(host).await.expect("connect");
-    let mut size = async |path: &str, body: String| conn.request("POST", path, body.as_bytes()).await.1.len();
-    let enqueued = size("/v1/agl/queues/rollouts/enqueue", enqueue_body()).await;
-    let queried = size("/v1/agl/spans/search", query_spans_body(queried)).await;
+fn answer_sizes(host: &str, queried: &str) -> [usize; 2] {
+    let mut conn = Conn::open(host).expect("connect");
+    let mut size = |path: &str, body: String| conn.request("POST", path, body.as_bytes()).1.len();
+    let enqueued = size("/v1/agl/queues/rollouts/enqueue", enqueue_body());
+    let queried = size("/v1/agl/spans/search", query_spans_body(queried));
     [enqueued, queried]
 }
 
@@ -441,7 +452,6 @@ fn start_floor_server(body_len: usize) -> String {
 
 /// Answers every request on `stream` with `answer` until the peer closes it.
 fn answer_requests(stream: std::net::TcpStream, answer: &[u8]) -> std::io::Result<()> {
-    use std::io::Read;
     stream.set_nodelay(true)?;
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
@@ -469,13 +479,13 @@ fn answer_requests(stream: std::net::TcpStream, answer: &[u8]) -> std::io::Resul
 }
 
 /// The no-work server's rate for each (answer size, connections), in table order.
-async fn run_floor(answer_sizes: &[usize], secs: f64, pin: bool) -> Vec<f64> {
+fn run_floor(answer_sizes: &[usize], secs: f64, pin: bool) -> Vec<f64> {
     let mut figures = Vec::new();
     for &size in answer_sizes {
         let host = start_floor_server(size);
         for &conns in &CONNECTIONS {
             let placement = OneCore::for_phase(pin, conns, &[std::process::id()]);
-            let phase = measure(&host, std::process::id(), &Work::Floor, conns, secs).await;
+            let phase = measure(&host, std::process::id(), &Work::Floor, conns, secs);
             drop(placement);
             eprintln!(
                 "  floor  {size:>6}-byte answer {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: this process {})",
@@ -491,69 +501,95 @@ async fn run_floor(answer_sizes: &[usize], secs: f64, pin: bool) -> Vec<f64> {
     figures
 }
 
-/// Every (operation, connections) figure for one server, in table order.
-async fn run_all(name: &str, server: &ServerProcess, secs: f64, pin: bool) -> Vec<f64> {
-    let (host, pid) = (server.host(), server.pid());
-    let mut figures = vec![0.0; OPERATIONS.len() * CONNECTIONS.len()];
-    let queried = rollout_with_spans(host).await;
+/// A server under test and the rollout whose spans its query phases read.
+struct Target<'a> {
+    name: &'static str,
+    process: &'a ServerProcess,
+    queried: String,
+}
+
+/// One round: every (operation, connections) figure for each target, in table order. Each phase
+/// runs on every target back to back, so a ratio compares figures taken under the same machine
+/// conditions (this VM's speed drifts by tens of percent over minutes).
+fn run_round(targets: &[Target<'_>], secs: f64, pin: bool) -> Vec<Vec<f64>> {
+    let mut figures = vec![vec![0.0; OPERATIONS.len() * CONNECTIONS.len()]; targets.len()];
     for (c, &conns) in CONNECTIONS.iter().enumerate() {
-        let plan = [
-            Work::Enqueue,
-            Work::Dequeue,
-            Work::AddSpan,
-            Work::QuerySpans {
-                rollout_id: queried.clone(),
-            },
-        ];
-        for (o, work) in plan.iter().enumerate() {
-            let placement = OneCore::for_phase(pin, conns, &[pid, std::process::id()]);
-            let phase = measure(host, pid, work, conns, secs).await;
-            drop(placement);
-            let percent = |cpu: Option<f64>| cpu.map_or("?".to_string(), |cpu| format!("{:.0}%", cpu * 100.0));
-            eprintln!(
-                "  {name:<6} {:<12} {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: server {}, generator {})",
-                OPERATIONS[o],
-                if pin && conns == 1 { ", 1 core" } else { "" },
-                phase.rate,
-                percent(phase.server_cpu),
-                percent(phase.generator_cpu)
-            );
-            figures[o * CONNECTIONS.len() + c] = phase.rate;
+        for (o, operation) in OPERATIONS.iter().enumerate() {
+            for (t, target) in targets.iter().enumerate() {
+                let (host, pid) = (target.process.host(), target.process.pid());
+                let work = match o {
+                    0 => Work::Enqueue,
+                    1 => Work::Dequeue,
+                    2 => Work::AddSpan,
+                    _ => Work::QuerySpans {
+                        rollout_id: target.queried.clone(),
+                    },
+                };
+                let placement = OneCore::for_phase(pin, conns, &[pid, std::process::id()]);
+                let phase = measure(host, pid, &work, conns, secs);
+                drop(placement);
+                let percent = |cpu: Option<f64>| cpu.map_or("?".to_string(), |cpu| format!("{:.0}%", cpu * 100.0));
+                eprintln!(
+                    "  {:<6} {operation:<12} {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: server {}, generator {})",
+                    target.name,
+                    if pin && conns == 1 { ", 1 core" } else { "" },
+                    phase.rate,
+                    percent(phase.server_cpu),
+                    percent(phase.generator_cpu)
+                );
+                figures[t][o * CONNECTIONS.len() + c] = phase.rate;
+            }
         }
-        drain_queue(host).await;
+        for target in targets {
+            drain_queue(target.process.host());
+        }
     }
     figures
 }
 
 /// Dequeues until the queue is empty (when a dequeue phase ran out of time before the queue did),
 /// so every enqueue/dequeue pair starts from an empty queue.
-async fn drain_queue(host: &str) {
-    let mut conn = Conn::open(host).await.expect("connect");
+fn drain_queue(host: &str) {
+    let mut conn = Conn::open(host).expect("connect");
     let body = json!({"limit": 1000, "worker_id": "bench-drain"}).to_string();
     loop {
-        let drained = conn.post_json("/v1/agl/queues/rollouts/dequeue", &body, 200).await;
+        let drained = conn.post_json("/v1/agl/queues/rollouts/dequeue", &body, 200);
         if drained.as_array().is_none_or(|items| items.is_empty()) {
             return;
         }
     }
 }
 
-fn print_table(ours: &[f64], theirs: Option<&[f64]>) {
+/// The median of some figures, and their range.
+fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    (values[values.len() / 2], values[0], values[values.len() - 1])
+}
+
+/// `rounds[r][target][cell]`: ours is target 0, theirs (when run) target 1. Rates are medians over
+/// the rounds; a ratio is the median of the rounds' ratios, with their range.
+fn print_table(rounds: &[Vec<Vec<f64>>]) {
     println!(
-        "{:<12} {:>11} {:>14} {:>14} {:>9}",
-        "operation", "connections", "ops/s ours", "ops/s theirs", "ratio"
+        "{:<12} {:>11} {:>14} {:>14} {:>9} {:>17}",
+        "operation", "connections", "ops/s ours", "ops/s theirs", "ratio", "ratio range"
     );
+    let column = |target: usize, cell: usize| rounds.iter().map(|round| round[target][cell]).collect::<Vec<_>>();
     for (o, op) in OPERATIONS.iter().enumerate() {
         for (c, conns) in CONNECTIONS.iter().enumerate() {
-            let i = o * CONNECTIONS.len() + c;
-            let (theirs_cell, ratio_cell) = match theirs {
-                Some(theirs) => (format!("{:.0}", theirs[i]), format!("{:.1}x", ours[i] / theirs[i])),
-                None => ("-".to_string(), "-".to_string()),
+            let cell = o * CONNECTIONS.len() + c;
+            let ours = median(column(0, cell)).0;
+            let (theirs_cell, ratio_cell, range_cell) = if rounds[0].len() > 1 {
+                let ratios = rounds.iter().map(|round| round[0][cell] / round[1][cell]).collect();
+                let (ratio, low, high) = median(ratios);
+                (
+                    format!("{:.0}", median(column(1, cell)).0),
+                    format!("{ratio:.1}x"),
+                    format!("{low:.1}-{high:.1}x"),
+                )
+            } else {
+                ("-".to_string(), "-".to_string(), "-".to_string())
             };
-            println!(
-                "{op:<12} {conns:>11} {:>14.0} {theirs_cell:>14} {ratio_cell:>9}",
-                ours[i]
-            );
+            println!("{op:<12} {conns:>11} {ours:>14.0} {theirs_cell:>14} {ratio_cell:>9} {range_cell:>17}");
         }
     }
 }
@@ -594,28 +630,54 @@ fn main() {
                 .expect("--secs takes a number")
         })
         .unwrap_or(if quick { 0.3 } else { 3.0 });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    runtime.block_on(async move {
-        let python = (!ours_only).then(prepare_venv);
-        // One thread serving requests, as theirs has one event loop.
-        let ours = ServerProcess::agl_host_store(&["--threads", "1"]);
-        eprintln!("agl-host store at {} ({secs} s per phase)", ours.url);
-        let ours_figures = run_all("ours", &ours, secs, pin).await;
-        let sizes = answer_sizes(ours.host(), &rollout_with_spans(ours.host()).await).await;
-        drop(ours);
-        let theirs_figures = match python {
-            Some(python) => {
-                let theirs = start_theirs(&python).await;
-                eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.url);
-                Some(run_all("theirs", &theirs, secs, pin).await)
-            }
-            None => None,
-        };
-        let floor_figures = run_floor(&sizes, secs, pin).await;
-        print_table(&ours_figures, theirs_figures.as_deref());
-        print_floor(&sizes, &floor_figures, theirs_figures.as_deref());
+    let rounds: usize = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .map(|i| {
+            args.get(i + 1)
+                .and_then(|s| s.parse().ok())
+                .filter(|&n| n > 0)
+                .expect("--rounds takes a positive number")
+        })
+        .unwrap_or(if quick { 1 } else { 3 });
+    let python = (!ours_only).then(prepare_venv);
+    // One thread serving requests, as theirs has one event loop.
+    let ours = ServerProcess::agl_host_store(&["--threads", "1"]);
+    eprintln!("agl-host store at {} ({secs} s per phase, {rounds} round(s))", ours.url);
+    let theirs = match &python {
+        Some(python) => {
+            let theirs = start_theirs(python);
+            eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.url);
+            Some(theirs)
+        }
+        None => None,
+    };
+    let mut targets = vec![Target {
+        name: "ours",
+        process: &ours,
+        queried: rollout_with_spans(ours.host()),
+    }];
+    if let Some(theirs) = &theirs {
+        targets.push(Target {
+            name: "theirs",
+            process: theirs,
+            queried: rollout_with_spans(theirs.host()),
+        });
+    }
+    let mut results = Vec::new();
+    for round in 1..=rounds {
+        eprintln!("round {round} of {rounds}");
+        results.push(run_round(&targets, secs, pin));
+    }
+    let sizes = answer_sizes(ours.host(), &targets[0].queried);
+    drop(targets);
+    drop((ours, theirs));
+    let floor_figures = run_floor(&sizes, secs, pin);
+    let theirs_medians: Option<Vec<f64>> = (results[0].len() > 1).then(|| {
+        (0..OPERATIONS.len() * CONNECTIONS.len())
+            .map(|cell| median(results.iter().map(|round| round[1][cell]).collect()).0)
+            .collect()
     });
+    print_table(&results);
+    print_floor(&sizes, &floor_figures, theirs_medians.as_deref());
 }

@@ -84,8 +84,9 @@ pub struct StoreArgs {
     /// Largest request body, e.g. 16MiB.
     #[arg(long, default_value = "16MiB", value_name = "SIZE")]
     pub max_body: String,
-    /// Threads serving requests (default: one per CPU). One is the leanest where clients and
-    /// the store share a small machine.
+    /// Threads serving requests (default: one per CPU). With 1, everything runs on one thread
+    /// with no work-stealing scheduler: the leanest where clients and the store share a small
+    /// machine.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }

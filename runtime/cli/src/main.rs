@@ -62,13 +62,18 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Command::Store(StoreArgs {
-        threads: Some(threads), ..
-    }) = &cli.command
-    {
-        builder.worker_threads(usize::from(*threads));
-    }
+    // `store --threads 1` serves from this thread alone (no work-stealing scheduler to pay for).
+    let mut builder = match &cli.command {
+        Command::Store(StoreArgs { threads: Some(1), .. }) => tokio::runtime::Builder::new_current_thread(),
+        Command::Store(StoreArgs {
+            threads: Some(threads), ..
+        }) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(usize::from(*threads));
+            builder
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -547,9 +547,11 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
 
 #[test]
 fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
+    // One serving thread (the single-threaded runtime) with two remote runners on it.
     let mut store = Cli::new("store")
         .flag("--port", "0")
         .flag("--token", "s3cret")
+        .flag("--threads", "1")
         .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
