@@ -517,13 +517,14 @@ fn run_round(targets: &[Target<'_>], secs: f64, pin: bool) -> Vec<Vec<f64>> {
         for (o, operation) in OPERATIONS.iter().enumerate() {
             for (t, target) in targets.iter().enumerate() {
                 let (host, pid) = (target.process.host(), target.process.pid());
-                let work = match o {
-                    0 => Work::Enqueue,
-                    1 => Work::Dequeue,
-                    2 => Work::AddSpan,
-                    _ => Work::QuerySpans {
+                let work = match *operation {
+                    "enqueue" => Work::Enqueue,
+                    "dequeue" => Work::Dequeue,
+                    "add_span" => Work::AddSpan,
+                    "query_spans" => Work::QuerySpans {
                         rollout_id: target.queried.clone(),
                     },
+                    other => unreachable!("OPERATIONS names {other} but no work for it"),
                 };
                 let placement = OneCore::for_phase(pin, conns, &[pid, std::process::id()]);
                 let phase = measure(host, pid, &work, conns, secs);
@@ -560,10 +561,23 @@ fn drain_queue(host: &str) {
     }
 }
 
-/// The median of some figures, and their range.
+/// The median of some figures (the mean of the middle two for an even count), and their range.
 fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
-    (values[values.len() / 2], values[0], values[values.len() - 1])
+    let n = values.len();
+    let middle = if n % 2 == 0 {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    } else {
+        values[n / 2]
+    };
+    (middle, values[0], values[n - 1])
+}
+
+/// One target's median rate over the rounds for every cell (`rounds[r][target][cell]`).
+fn median_rates(rounds: &[Vec<Vec<f64>>], target: usize) -> Vec<f64> {
+    (0..OPERATIONS.len() * CONNECTIONS.len())
+        .map(|cell| median(rounds.iter().map(|round| round[target][cell]).collect()).0)
+        .collect()
 }
 
 /// `rounds[r][target][cell]`: ours is target 0, theirs (when run) target 1. Rates are medians over
@@ -573,23 +587,26 @@ fn print_table(rounds: &[Vec<Vec<f64>>]) {
         "{:<12} {:>11} {:>14} {:>14} {:>9} {:>17}",
         "operation", "connections", "ops/s ours", "ops/s theirs", "ratio", "ratio range"
     );
-    let column = |target: usize, cell: usize| rounds.iter().map(|round| round[target][cell]).collect::<Vec<_>>();
+    let ours = median_rates(rounds, 0);
+    let theirs = (rounds[0].len() > 1).then(|| median_rates(rounds, 1));
     for (o, op) in OPERATIONS.iter().enumerate() {
         for (c, conns) in CONNECTIONS.iter().enumerate() {
             let cell = o * CONNECTIONS.len() + c;
-            let ours = median(column(0, cell)).0;
-            let (theirs_cell, ratio_cell, range_cell) = if rounds[0].len() > 1 {
+            let (theirs_cell, ratio_cell, range_cell) = if let Some(theirs) = &theirs {
                 let ratios = rounds.iter().map(|round| round[0][cell] / round[1][cell]).collect();
                 let (ratio, low, high) = median(ratios);
                 (
-                    format!("{:.0}", median(column(1, cell)).0),
+                    format!("{:.0}", theirs[cell]),
                     format!("{ratio:.1}x"),
                     format!("{low:.1}-{high:.1}x"),
                 )
             } else {
                 ("-".to_string(), "-".to_string(), "-".to_string())
             };
-            println!("{op:<12} {conns:>11} {ours:>14.0} {theirs_cell:>14} {ratio_cell:>9} {range_cell:>17}");
+            println!(
+                "{op:<12} {conns:>11} {:>14.0} {theirs_cell:>14} {ratio_cell:>9} {range_cell:>17}",
+                ours[cell]
+            );
         }
     }
 }
@@ -673,11 +690,7 @@ fn main() {
     drop(targets);
     drop((ours, theirs));
     let floor_figures = run_floor(&sizes, secs, pin);
-    let theirs_medians: Option<Vec<f64>> = (results[0].len() > 1).then(|| {
-        (0..OPERATIONS.len() * CONNECTIONS.len())
-            .map(|cell| median(results.iter().map(|round| round[1][cell]).collect()).0)
-            .collect()
-    });
+    let theirs_medians = (results[0].len() > 1).then(|| median_rates(&results, 1));
     print_table(&results);
     print_floor(&sizes, &floor_figures, theirs_medians.as_deref());
 }

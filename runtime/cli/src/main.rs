@@ -62,17 +62,19 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    let threads = match &cli.command {
+        Command::Store(StoreArgs { threads, .. }) => *threads,
+        _ => None,
+    };
     // `store --threads 1` serves from this thread alone (no work-stealing scheduler to pay for).
-    let mut builder = match &cli.command {
-        Command::Store(StoreArgs { threads: Some(1), .. }) => tokio::runtime::Builder::new_current_thread(),
-        Command::Store(StoreArgs {
-            threads: Some(threads), ..
-        }) => {
+    let mut builder = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(threads) => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder.worker_threads(usize::from(*threads));
+            builder.worker_threads(usize::from(threads));
             builder
         }
-        _ => tokio::runtime::Builder::new_multi_thread(),
+        None => tokio::runtime::Builder::new_multi_thread(),
     };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
