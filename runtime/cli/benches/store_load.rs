@@ -565,7 +565,7 @@ fn drain_queue(host: &str) {
 fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
     let n = values.len();
-    let middle = if n % 2 == 0 {
+    let middle = if n.is_multiple_of(2) {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     } else {
         values[n / 2]
