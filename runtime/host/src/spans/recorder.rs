@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// Finished spans that wake the flusher (it also runs on a timer).
+const FLUSH_BATCH: usize = 512;
+
 /// The rollout and attempt ids a trace's spans belong to.
 type Owner = (Arc<str>, Arc<str>);
 
@@ -34,7 +37,6 @@ struct Pending {
 #[derive(Debug)]
 struct StoreSpanProcessor {
     pending: Arc<Pending>,
-    batch: usize,
 }
 
 impl SpanProcessor for StoreSpanProcessor {
@@ -49,7 +51,7 @@ impl SpanProcessor for StoreSpanProcessor {
         let span = to_store_span(span, &rollout_id, &attempt_id, 0);
         let mut spans = self.pending.spans.lock();
         spans.push(span);
-        if spans.len() >= self.batch {
+        if spans.len() >= FLUSH_BATCH {
             self.pending.wake.notify_one();
         }
     }
@@ -76,17 +78,18 @@ struct RecorderInner {
     tracer: SdkTracer,
     pending: Arc<Pending>,
     store: Arc<dyn LightningStore>,
-    flush_lock: tokio::sync::Mutex<()>,
+    /// The flusher's buffer, traded with `pending.spans` on each flush; held, it serializes
+    /// flushes.
+    flush_lock: tokio::sync::Mutex<Vec<Span>>,
 }
 
 impl SpanRecorder {
     /// A recorder writing to `store`; with a Tokio runtime running, a background task also
-    /// flushes every `interval` or whenever 512 spans are waiting.
+    /// flushes every `interval` or whenever `FLUSH_BATCH` spans are waiting.
     pub fn new(store: Arc<dyn LightningStore>, interval: Duration) -> Self {
         let pending = Arc::new(Pending::default());
         let processor = StoreSpanProcessor {
             pending: Arc::clone(&pending),
-            batch: 512,
         };
         let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
         let tracer = provider.tracer("agl-host");
@@ -125,22 +128,37 @@ impl SpanRecorder {
 
     /// Writes every finished span to the store now.
     pub async fn flush(&self) -> Result<(), agl_store::StoreError> {
-        let _serial = self.inner.flush_lock.lock().await;
-        let batch = std::mem::take(&mut *self.inner.pending.spans.lock());
-        if batch.is_empty() {
+        let mut spare = self.inner.flush_lock.lock().await;
+        {
+            let mut pending = self.inner.pending.spans.lock();
+            if spare.is_empty() {
+                // The two buffers trade places and keep their capacity, so the guest's thread
+                // pushes into memory already mapped: a fresh buffer, grown span by span, cost it
+                // page faults and copies of these large structs on every batch.
+                std::mem::swap(&mut *pending, &mut *spare);
+            } else {
+                spare.append(&mut pending); // a cancelled flush left its batch here
+            }
+        }
+        if spare.is_empty() {
             return Ok(());
         }
-        let pairs: Vec<(&str, &str)> = batch
+        let pairs: Vec<(&str, &str)> = spare
             .iter()
             .map(|span| (span.rollout_id.as_str(), span.attempt_id.as_str()))
             .collect();
-        let sequence_ids = self.inner.store.get_next_span_sequence_ids(&pairs).await?;
+        let sequence_ids = self.inner.store.get_next_span_sequence_ids(&pairs).await;
         drop(pairs);
-        let mut spans = batch;
-        spans.truncate(sequence_ids.len()); // a store answers one id per pair; never fewer
-        for (span, sequence_id) in spans.iter_mut().zip(sequence_ids) {
-            span.sequence_id = sequence_id;
-        }
+        let batch = spare.drain(..); // emptied even when the ids failed: those spans are lost
+        let sequence_ids = sequence_ids?;
+        // A store answers one id per pair; were it ever fewer, the spans beyond are dropped.
+        let spans = batch
+            .zip(sequence_ids)
+            .map(|(mut span, sequence_id)| {
+                span.sequence_id = sequence_id;
+                span
+            })
+            .collect();
         self.inner.store.add_spans(spans).await.map(|_| ())
     }
 

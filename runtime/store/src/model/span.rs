@@ -55,13 +55,13 @@ impl SpanContext {
 pub fn hex_id(bytes: &[u8], width: usize) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let digits = bytes.len() * 2;
-    let mut out = String::with_capacity(digits.max(width));
-    out.extend(std::iter::repeat_n('0', width.saturating_sub(digits)));
+    // Built as bytes (every span's ids go through here; pushing chars checked each one).
+    let mut out = Vec::with_capacity(digits.max(width));
+    out.resize(width.saturating_sub(digits), b'0');
     for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+        out.extend_from_slice(&[DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0xf)]]);
     }
-    out
+    String::from_utf8(out).unwrap_or_default() // ASCII digits only: always valid
 }
 
 /// A float as a JSON number; NaN and the infinities, which JSON lacks, as `null`.
