@@ -17,8 +17,9 @@
 //! writes a fixed answer as long as ours to an enqueue, then as long as our span query answer):
 //! the most any server can reach here, so the ceiling on the ratio.
 //!
-//! Both servers serve from one thread: theirs is one asyncio event loop (its CLI's default), ours
-//! runs with `--threads 1`.
+//! Both servers serve from one thread: theirs is one asyncio event loop (its CLI's default, and
+//! the only way to run its in-memory store), ours runs with `--threads 1` (`-- --ours-threads N`
+//! gives it N, `0` its default of one per core).
 //!
 //! One request at a time leaves a core idle and makes every answer a cross-core wake-up, which
 //! on this VM costs more than most requests; so 1-connection phases run with the server's and the
@@ -658,9 +659,22 @@ fn main() {
         })
         .unwrap_or(if quick { 1 } else { 3 });
     let python = (!ours_only).then(prepare_venv);
-    // One thread serving requests, as theirs has one event loop.
-    let ours = ServerProcess::agl_host_store(&["--threads", "1"]);
-    eprintln!("agl-host store at {} ({secs} s per phase, {rounds} round(s))", ours.url);
+    // One thread serving requests, as theirs has one event loop (`--ours-threads 0`: our default).
+    let ours_threads = args
+        .iter()
+        .position(|a| a == "--ours-threads")
+        .map(|i| args.get(i + 1).cloned().expect("--ours-threads takes a number"))
+        .unwrap_or_else(|| "1".to_string());
+    let ours = if ours_threads == "0" {
+        ServerProcess::agl_host_store(&[])
+    } else {
+        ServerProcess::agl_host_store(&["--threads", &ours_threads])
+    };
+    eprintln!(
+        "agl-host store at {} (threads: {}; {secs} s per phase, {rounds} round(s))",
+        ours.url,
+        if ours_threads == "0" { "default" } else { &ours_threads }
+    );
     let theirs = match &python {
         Some(python) => {
             let theirs = start_theirs(python);

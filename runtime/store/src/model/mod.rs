@@ -3,6 +3,7 @@
 
 mod attempt;
 mod ids;
+pub(crate) mod keep_extra;
 mod query;
 mod requests;
 mod resources;

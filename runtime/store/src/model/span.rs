@@ -1,6 +1,8 @@
-//! Span: Agent-lightning's canonical OpenTelemetry span record. Unknown keys are kept and echoed.
+//! Span: Agent-lightning's canonical OpenTelemetry span record. Unknown keys are kept and echoed
+//! (decoded without serde's `flatten`: see [`super::keep_extra`]).
 
 use super::JsonMap;
+use super::keep_extra::deserialize_keeping_extra;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::sync::OnceLock;
@@ -16,7 +18,7 @@ pub enum StatusCode {
     Error,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct TraceStatus {
     pub status_code: StatusCode,
     #[serde(default)]
@@ -25,7 +27,12 @@ pub struct TraceStatus {
     pub extra: JsonMap,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+deserialize_keeping_extra!(TraceStatus {
+    required: [status_code],
+    defaulted: [description],
+});
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SpanContext {
     pub trace_id: String,
     pub span_id: String,
@@ -36,6 +43,11 @@ pub struct SpanContext {
     #[serde(flatten)]
     pub extra: JsonMap,
 }
+
+deserialize_keeping_extra!(SpanContext {
+    required: [trace_id, span_id],
+    defaulted: [is_remote, trace_state],
+});
 
 impl SpanContext {
     /// A local (not remote) context with no trace state.
@@ -69,7 +81,7 @@ pub fn json_number(x: f64) -> serde_json::Value {
     serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub name: String,
     #[serde(default)]
@@ -80,7 +92,12 @@ pub struct Event {
     pub extra: JsonMap,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+deserialize_keeping_extra!(Event {
+    required: [name],
+    defaulted: [attributes, timestamp],
+});
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Link {
     pub context: SpanContext,
     #[serde(default)]
@@ -88,6 +105,11 @@ pub struct Link {
     #[serde(flatten)]
     pub extra: JsonMap,
 }
+
+deserialize_keeping_extra!(Link {
+    required: [context],
+    defaulted: [attributes],
+});
 
 /// The OpenTelemetry resource a span came from (not to be confused with tunable resources).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -98,7 +120,7 @@ pub struct OtelResource {
     pub schema_url: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Span {
     pub rollout_id: String,
     pub attempt_id: String,
@@ -137,6 +159,14 @@ pub struct Span {
     #[serde(skip)]
     pub encoded: EncodedJson,
 }
+
+deserialize_keeping_extra!(Span {
+    required: [rollout_id, attempt_id, sequence_id, trace_id, span_id, name],
+    defaulted: [
+        parent_id, status, attributes, events, links, start_time, end_time, context, parent, resource
+    ],
+    skipped: [encoded],
+});
 
 /// A span's JSON encoding, made once: a span a store hands out is shared (`Arc<Span>`) and never
 /// changes, so a server answering the same spans to many queries encodes each span once.
@@ -243,5 +273,72 @@ mod tests {
         assert_eq!(changed, span, "the encoding is not part of the value");
         changed.name = "renamed".into();
         assert!(changed.encoded_json().unwrap().get().contains(r#""name":"renamed""#));
+    }
+
+    fn decode(json: &str) -> serde_json::Result<Span> {
+        serde_json::from_str(json)
+    }
+
+    const MINIMAL: &str =
+        r#"{"rollout_id":"ro-1","attempt_id":"at-1","sequence_id":1,"trace_id":"t","span_id":"s","name":"n"}"#;
+
+    #[test]
+    fn unknown_keys_are_kept_in_order_at_every_level_and_echoed() {
+        let json = concat!(
+            r#"{"zeta":1,"rollout_id":"ro-1","attempt_id":"at-1","sequence_id":1,"trace_id":"t","span_id":"s","#,
+            r#""name":"n","alpha":{"deep":[1,2]},"status":{"status_code":"ERROR","origin":"sdk"},"#,
+            r#""events":[{"name":"e","source":"judge"}],"#,
+            r#""links":[{"context":{"trace_id":"t","span_id":"l","remote_host":"h"},"weight":2}],"#,
+            r#""context":{"trace_id":"t","span_id":"s","kind":"internal"}}"#
+        );
+        let span = decode(json).unwrap();
+        assert_eq!(span.extra.keys().collect::<Vec<_>>(), ["zeta", "alpha"]);
+        assert_eq!(span.extra["alpha"], serde_json::json!({"deep": [1, 2]}));
+        assert_eq!(span.status.status_code, StatusCode::Error);
+        assert_eq!(span.status.extra["origin"], "sdk");
+        assert_eq!(span.events[0].extra["source"], "judge");
+        assert_eq!(span.links[0].extra["weight"], 2);
+        assert_eq!(span.links[0].context.extra["remote_host"], "h");
+        assert_eq!(span.context.as_ref().unwrap().extra["kind"], "internal");
+        // Echoed: what is encoded decodes to the same span, unknown keys included.
+        assert_eq!(decode(&serde_json::to_string(&span).unwrap()).unwrap(), span);
+    }
+
+    #[test]
+    fn missing_keys_take_their_defaults_and_required_ones_are_named() {
+        let span = decode(MINIMAL).unwrap();
+        assert_eq!(span, Span::new("ro-1", "at-1", 1, "t", "s", "n"));
+        let without_name = MINIMAL.replace(r#","name":"n""#, "");
+        let error = decode(&without_name).unwrap_err().to_string();
+        assert!(error.contains("missing field `name`"), "{error}");
+        let error = serde_json::from_str::<TraceStatus>("{}").unwrap_err().to_string();
+        assert!(error.contains("missing field `status_code`"), "{error}");
+    }
+
+    #[test]
+    fn duplicate_fields_mistyped_values_and_non_objects_are_refused() {
+        let duplicate = MINIMAL.replace(r#""name":"n""#, r#""name":"n","name":"m""#);
+        assert!(
+            decode(&duplicate)
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate field `name`")
+        );
+        let mistyped = MINIMAL.replace(r#""sequence_id":1"#, r#""sequence_id":"one""#);
+        assert!(decode(&mistyped).unwrap_err().to_string().contains("invalid type"));
+        let null_events = MINIMAL.replace(r#""name":"n""#, r#""name":"n","events":null"#);
+        assert!(decode(&null_events).is_err(), "events must be a list when present");
+        let error = decode(r#"["ro-1"]"#).unwrap_err().to_string();
+        assert!(error.contains("expected struct Span"), "{error}");
+    }
+
+    #[test]
+    fn escaped_keys_name_their_fields_and_values_decode_from_a_json_value() {
+        let escaped = MINIMAL.replace(r#""name":"n""#, r#""na\u006de":"n","x\ty":true"#);
+        let span = decode(&escaped).unwrap();
+        assert_eq!(span.name, "n");
+        assert_eq!(span.extra["x\ty"], true);
+        let value: serde_json::Value = serde_json::from_str(MINIMAL).unwrap();
+        assert_eq!(serde_json::from_value::<Span>(value).unwrap(), decode(MINIMAL).unwrap());
     }
 }
