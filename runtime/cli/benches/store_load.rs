@@ -634,46 +634,41 @@ fn print_floor(sizes: &[usize], floor: &[f64], theirs: Option<&[f64]>) {
     }
 }
 
+/// The value after `flag` on the command line, parsed; None when the flag is absent. A missing or
+/// unparsable value stops the bench with "`flag` takes `what`".
+fn flag_value<T: std::str::FromStr>(args: &[String], flag: &str, what: &str) -> Option<T> {
+    let at = args.iter().position(|a| a == flag)?;
+    Some(
+        args.get(at + 1)
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("{flag} takes {what}")),
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let ours_only = args.iter().any(|a| a == "--ours-only");
     let pin = !args.iter().any(|a| a == "--no-pin");
-    let secs = args
-        .iter()
-        .position(|a| a == "--secs")
-        .map(|i| {
-            args.get(i + 1)
-                .and_then(|s| s.parse().ok())
-                .expect("--secs takes a number")
-        })
-        .unwrap_or(if quick { 0.3 } else { 3.0 });
-    let rounds: usize = args
-        .iter()
-        .position(|a| a == "--rounds")
-        .map(|i| {
-            args.get(i + 1)
-                .and_then(|s| s.parse().ok())
-                .filter(|&n| n > 0)
-                .expect("--rounds takes a positive number")
-        })
-        .unwrap_or(if quick { 1 } else { 3 });
-    let python = (!ours_only).then(prepare_venv);
+    let secs = flag_value(&args, "--secs", "a number").unwrap_or(if quick { 0.3 } else { 3.0 });
+    let rounds: usize = flag_value(&args, "--rounds", "a positive number").unwrap_or(if quick { 1 } else { 3 });
+    assert!(rounds > 0, "--rounds takes a positive number");
     // One thread serving requests, as theirs has one event loop (`--ours-threads 0`: our default).
-    let ours_threads = args
-        .iter()
-        .position(|a| a == "--ours-threads")
-        .map(|i| args.get(i + 1).cloned().expect("--ours-threads takes a number"))
-        .unwrap_or_else(|| "1".to_string());
-    let ours = if ours_threads == "0" {
+    let ours_threads: u16 = flag_value(&args, "--ours-threads", "a number of threads (0: the default)").unwrap_or(1);
+    let python = (!ours_only).then(prepare_venv);
+    let ours = if ours_threads == 0 {
         ServerProcess::agl_host_store(&[])
     } else {
-        ServerProcess::agl_host_store(&["--threads", &ours_threads])
+        ServerProcess::agl_host_store(&["--threads", &ours_threads.to_string()])
     };
     eprintln!(
         "agl-host store at {} (threads: {}; {secs} s per phase, {rounds} round(s))",
         ours.url,
-        if ours_threads == "0" { "default" } else { &ours_threads }
+        if ours_threads == 0 {
+            "default".to_string()
+        } else {
+            ours_threads.to_string()
+        }
     );
     let theirs = match &python {
         Some(python) => {
