@@ -1,19 +1,35 @@
-//! The command line: `agl-host run` and `agl-host dev`, their flags and their help text.
+//! The command line: `agl-host run`, `dev`, `store` and `runner`, their flags and their help text
+//! (examples are kept verbatim, so that they can be pasted).
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0    the run completed (agent failures are results, not errors)
+  0    the run completed (agent failures are results, not errors: see the summary)
   1    the algorithm failed, or the run could not finish
-  2    bad arguments or input: a missing file, bad JSON, a component that does not fit its world
+  2    bad arguments or input: a missing file, bad JSON, an unknown algorithm, a component that
+       does not fit its world, or a run refused before it started (its agent or algorithm uses
+       the LLM and none is configured)
+  3    the run completed but every rollout failed: nothing was learnt (the summary gives the
+       reasons, e.g. the agent's tasks or resources do not fit it)
   130  interrupted (Ctrl-C); partial results were written
+  141  stdout was closed (e.g. piped into `head`); the results file, if any, was written first
 
-Components: --agent and --algo take a .wasm component, or a guest crate directory (a folder with
-Cargo.toml, e.g. examples/math-agent or plugins/baseline) which is built for wasm32-wasip2 first.
-A sandbox manifest beside a .wasm (agent.wasm -> agent.toml) sets its limits and grants; the
---agent-* flags add to it.";
+Components: --agent and --algo take a .wasm component, or a guest crate folder (with Cargo.toml),
+which is built for wasm32-wasip2 into the cache ($AGL_CACHE_DIR/guests, else
+~/.cache/agl-host/guests; the path of the built component is printed). --algo also takes the
+name of a built-in algorithm: baseline or apo (write ./apo for a folder named apo). A sandbox
+manifest beside a .wasm (agent.wasm -> agent.toml) sets its limits and grants; the --agent-*
+flags add to it.";
+
+/// The long help's epilogue: the exit codes, then the built-in algorithms.
+fn after_long_help() -> String {
+    format!(
+        "{EXIT_CODES}\n\nBuilt-in algorithms (--algo NAME):\n{}",
+        crate::builtin::help_table()
+    )
+}
 
 /// Run agent-optimisation loops with sandboxed WebAssembly agents and algorithms.
 ///
@@ -32,33 +48,41 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Optimise: run an algorithm component against an agent component over a dataset.
+    /// Optimise: run an algorithm (apo, baseline, or a component) against an agent over a dataset.
     ///
-    /// Example (offline, with the scripted LLM):
-    ///   agl-host run --agent examples/math-agent --algo plugins/baseline \
-    ///     --train examples/math-agent/data/train.jsonl --val examples/math-agent/data/val.jsonl \
-    ///     --resources examples/math-agent/initial-resources.json \
-    ///     --llm-script examples/math-agent/rules.json --output results.json
-    #[command(after_long_help = EXIT_CODES)]
+    /// Examples (offline, with the scripted LLM; from the agl-host repository):
+    ///
+    ///   agl-host run --agent examples/math-agent --algo apo --train examples/math-agent/data/train.jsonl --val examples/math-agent/data/val.jsonl --resources examples/math-agent/apo/seed-resources.json --llm-script examples/math-agent/apo/rules.json --algo-config examples/math-agent/apo/config.json --output results.json
+    ///
+    ///   agl-host run --agent examples/math-agent --algo baseline --train examples/math-agent/data/train.jsonl --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
+    ///
+    /// Against a store served elsewhere (`agl-host store`), whose runners (`agl-host runner`) run
+    /// the agent:
+    ///
+    ///   agl-host run --store http://10.0.0.5:4747 --algo apo --train train.jsonl --val val.jsonl --resources seed.json --llm-endpoint http://127.0.0.1:8000/v1 --llm-model my-model
+    #[command(after_long_help = after_long_help(), verbatim_doc_comment)]
     Run(RunArgs),
     /// Try an agent: run every task once with the baseline algorithm and report mean rewards.
     ///
-    /// Example:
-    ///   agl-host dev --agent examples/math-agent --train examples/math-agent/data/val.jsonl \
-    ///     --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
-    #[command(after_long_help = EXIT_CODES)]
+    /// Example (from the agl-host repository):
+    ///
+    ///   agl-host dev --agent examples/math-agent --train examples/math-agent/data/val.jsonl --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
+    #[command(after_long_help = after_long_help(), verbatim_doc_comment)]
     Dev(DevArgs),
     /// Serve a LightningStore over HTTP (Agent-lightning 0.3.0's wire API, plus OTLP at /v1/traces).
     ///
-    /// Runners (`agl-host runner --store URL`) and Agent-lightning's Python client can use it.
-    /// Example:
-    ///   agl-host store --port 4747 --token secret
+    /// Runners (`agl-host runner --store URL`), algorithms (`agl-host run --store URL`) and
+    /// Agent-lightning's Python client can use it. Example:
+    ///
+    ///   agl-host store --host 0.0.0.0 --port 4747 --token secret
+    #[command(verbatim_doc_comment)]
     Store(StoreArgs),
     /// Run rollouts from a remote store with an agent component, until stopped (Ctrl-C or SIGTERM).
     ///
-    /// Example:
-    ///   agl-host runner --store http://10.0.0.5:4747 --agent agent.wasm --runners 4 --llm-script rules.json
-    #[command(after_long_help = EXIT_CODES)]
+    /// One line per finished rollout is printed. Example:
+    ///
+    ///   agl-host runner --store http://10.0.0.5:4747 --token secret --agent agent.wasm --runners 4 --llm-script rules.json
+    #[command(after_long_help = EXIT_CODES, verbatim_doc_comment)]
     Runner(RunnerArgs),
 }
 
@@ -114,6 +138,9 @@ pub struct RunnerArgs {
     /// After Ctrl-C / SIGTERM, how long the running attempts may take to finish.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub grace: String,
+    /// No line per finished rollout (`run --strategy client-server` starts its runners so).
+    #[arg(long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
@@ -122,27 +149,38 @@ pub struct RunnerArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The algorithm component (.wasm exporting agl:agent/algorithm) or its guest crate directory.
+    /// The algorithm: a built-in one (apo, baseline), or a component (.wasm exporting
+    /// agl:agent/algorithm) or its guest crate folder.
     #[arg(long, value_name = "ALGO")]
     pub algo: PathBuf,
+    /// The agent component (.wasm exporting agl:agent/agent) or its guest crate folder.
+    #[arg(long, value_name = "AGENT", required_unless_present = "store")]
+    pub agent: Option<PathBuf>,
+    /// Run the algorithm against this remote store (`agl-host store`), e.g. http://10.0.0.5:4747:
+    /// its runners (`agl-host runner --store URL --agent ...`) run the agent, so no --agent here.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["agent", "strategy", "runners", "port"])]
+    pub store: Option<String>,
+    /// The remote store's bearer token (with --store).
+    #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct DevArgs {
-    /// The algorithm (default: the baseline plugin, built from plugins/baseline when needed).
-    #[arg(long, value_name = "ALGO")]
-    pub algo: Option<PathBuf>,
+    /// The agent component (.wasm exporting agl:agent/agent) or its guest crate folder.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: PathBuf,
+    /// The algorithm (default: the built-in baseline).
+    #[arg(long, value_name = "ALGO", default_value = "baseline")]
+    pub algo: PathBuf,
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// The agent component (.wasm exporting agl:agent/agent) or its guest crate directory.
-    #[arg(long, value_name = "AGENT")]
-    pub agent: PathBuf,
     /// Training tasks, one JSON value per line.
     #[arg(long, value_name = "FILE.jsonl")]
     pub train: PathBuf,
@@ -186,7 +224,8 @@ pub struct CommonArgs {
     pub sandbox: AgentSandboxArgs,
 }
 
-/// Where LLM calls go (agents' and the algorithm's). Without either flag, LLM calls fail.
+/// Where LLM calls go (agents' and the algorithm's). Without either flag, a component that uses
+/// the LLM is refused.
 #[derive(Debug, Args)]
 pub struct LlmArgs {
     /// An OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (vLLM, llama.cpp, Ollama, OpenAI).
@@ -239,6 +278,11 @@ pub struct AgentSandboxArgs {
 }
 
 impl LlmArgs {
+    /// Whether an LLM (scripted or an endpoint) was given.
+    pub fn is_configured(&self) -> bool {
+        self.llm_script.is_some() || self.llm_endpoint.is_some()
+    }
+
     /// These flags again, for a runner process.
     pub fn to_args(&self) -> Vec<std::ffi::OsString> {
         let mut args: Vec<std::ffi::OsString> = Vec::new();
@@ -324,6 +368,7 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("expected run");
         };
+        assert_eq!(run.agent.as_deref(), Some(std::path::Path::new("a.wasm")));
         assert_eq!(run.common.runners, 2);
         assert_eq!(run.common.sandbox.agent_dir, ["/tmp"]);
     }
@@ -393,5 +438,34 @@ mod tests {
         .concat();
         assert!(Cli::try_parse_from(both).is_err());
         assert!(Cli::try_parse_from(["agl-host", "run", "--agent", "a.wasm", "--train", "t.jsonl"]).is_err());
+    }
+
+    #[test]
+    fn run_needs_an_agent_or_a_store_and_not_both() {
+        let base = ["agl-host", "run", "--algo", "apo", "--train", "t.jsonl"];
+        assert!(Cli::try_parse_from(base).is_err(), "neither");
+        let remote = Cli::try_parse_from([&base[..], &["--store", "http://h:4747", "--token", "t"]].concat())
+            .expect("a remote store");
+        let Command::Run(run) = remote.command else {
+            panic!("expected run");
+        };
+        assert_eq!(run.store.as_deref(), Some("http://h:4747"));
+        assert!(run.agent.is_none());
+        let both = [&base[..], &["--store", "http://h:4747", "--agent", "a.wasm"]].concat();
+        assert!(Cli::try_parse_from(both).is_err(), "both");
+        let runners = [&base[..], &["--store", "http://h:4747", "--runners", "4"]].concat();
+        assert!(
+            Cli::try_parse_from(runners).is_err(),
+            "local runners with a remote store"
+        );
+    }
+
+    #[test]
+    fn dev_runs_the_builtin_baseline_by_default() {
+        let cli = Cli::try_parse_from(["agl-host", "dev", "--agent", "a.wasm", "--train", "t.jsonl"]).expect("parses");
+        let Command::Dev(dev) = cli.command else {
+            panic!("expected dev");
+        };
+        assert_eq!(dev.algo, std::path::Path::new("baseline"));
     }
 }

@@ -1,20 +1,21 @@
-//! Loading the components of a command: the agent with its sandbox (manifest, then flags), the
-//! algorithm with its own, and the engine sized for them. Problems are input errors (exit 2).
+//! Loading the components of a command: a guest crate folder is built into the user's cache first
+//! (and the built component's path printed); the agent gets its sandbox (manifest, then flags),
+//! the algorithm (a file, a folder or a built-in) its own; the engine is sized for them; and a
+//! component that uses the LLM is refused when none is configured. Problems are input errors
+//! (exit 2).
 
-use crate::args::AgentSandboxArgs;
-use crate::inputs::{self, InputError};
-use crate::sandbox;
-use agl_wasm::{AgentComponent, AlgorithmComponent, EngineOptions, PolicyOverrides, SandboxPolicy, WasmHost};
+use crate::args::LlmArgs;
+use crate::inputs::{ComponentSource, InputError};
+use crate::output::stderr_line;
+use agl_wasm::{AgentComponent, AlgorithmComponent, EngineOptions, Loaded, PolicyOverrides, SandboxPolicy, WasmHost};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
-/// An agent ready to run, with the engine that runs it.
-pub struct LoadedAgent {
-    pub host: WasmHost,
-    pub agent: AgentComponent,
-    /// The `.wasm` file (built first when a crate directory was given).
+/// An agent found, built and given its sandbox, not yet loaded.
+pub struct AgentPlan {
+    /// The `.wasm` file (in the cache when a crate folder was given).
     pub path: PathBuf,
-    pub overrides: PolicyOverrides,
+    pub policy: SandboxPolicy,
 }
 
 pub fn file_name(path: &Path) -> String {
@@ -22,40 +23,95 @@ pub fn file_name(path: &Path) -> String {
         .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// Resolves and loads the agent; `instances` sizes the engine's pool.
-pub fn load_agent(agent: &Path, sandbox_args: &AgentSandboxArgs, instances: u32) -> anyhow::Result<LoadedAgent> {
-    let overrides = sandbox::overrides(sandbox_args)?;
-    let path = inputs::resolve_component(agent, "agent")?;
-    let mut policy = SandboxPolicy::for_component(&path).map_err(|e| InputError(e.to_string()))?;
-    policy.apply_overrides(overrides.clone());
+/// Where guest crate folders are built: `<cache dir>/guests` (`$AGL_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/agl-host`, else `~/.cache/agl-host`).
+fn guest_cache_dir() -> Result<PathBuf, InputError> {
+    agl_wasm::cache::default_cache_dir()
+        .map(|dir| dir.join("guests"))
+        .ok_or_else(|| {
+            InputError("no cache directory to build guest crates in: set AGL_CACHE_DIR (or HOME)".to_owned())
+        })
+}
+
+/// The `.wasm` file of a file or crate-folder source; a crate is built into the cache first.
+fn component_file(source: &ComponentSource, role: &str) -> Result<PathBuf, InputError> {
+    match source {
+        ComponentSource::File(path) => Ok(path.clone()),
+        ComponentSource::Crate(dir) => {
+            stderr_line(&format!("building the {role} {} for wasm32-wasip2 ...", dir.display()));
+            let path = agl_guest_build::build_cached(dir, &guest_cache_dir()?, false)
+                .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?;
+            stderr_line(&format!("built {role} {} -> {}", dir.display(), path.display()));
+            Ok(path)
+        }
+        ComponentSource::Builtin(algorithm) => Err(InputError(format!(
+            "`{}` is a built-in algorithm, not an {role}",
+            algorithm.name
+        ))),
+    }
+}
+
+/// Refuses a component that imports the LLM interface when no LLM is configured: every run of
+/// it would fail.
+pub fn require_llm(component: &Loaded, role: &str, llm: &LlmArgs) -> Result<(), InputError> {
+    if component.uses_llm() && !llm.is_configured() {
+        return Err(InputError(format!(
+            "the {role} {} uses the LLM (it imports agl:agent/llm) but no LLM is configured: \
+             add --llm-script RULES.json (offline, scripted answers) or --llm-endpoint URL --llm-model MODEL",
+            component.name()
+        )));
+    }
+    Ok(())
+}
+
+/// A WebAssembly engine for `instances` concurrent instances (fuel metering when `fuel`).
+pub fn engine(fuel: bool, instances: u32) -> anyhow::Result<WasmHost> {
     let options = EngineOptions {
-        fuel: policy.fuel.is_some(),
+        fuel,
         max_concurrent_instances: instances,
         ..EngineOptions::default()
     };
-    let host = WasmHost::new(options).context("starting the WebAssembly engine")?;
-    let agent = host.load_agent(&path, policy).map_err(|e| InputError(e.to_string()))?;
-    Ok(LoadedAgent {
-        host,
-        agent,
-        path,
-        overrides,
-    })
+    WasmHost::new(options).context("starting the WebAssembly engine")
 }
 
-/// Resolves and loads an algorithm into `host`; it shares the agent's LLM timeout flag.
+/// Builds the agent (if a crate folder) and sets its sandbox: its manifest, then the flags.
+pub fn plan_agent(source: &ComponentSource, overrides: &PolicyOverrides) -> anyhow::Result<AgentPlan> {
+    let path = component_file(source, "agent")?;
+    let mut policy = SandboxPolicy::for_component(&path).map_err(|e| InputError(e.to_string()))?;
+    policy.apply_overrides(overrides.clone());
+    Ok(AgentPlan { path, policy })
+}
+
+/// Loads the planned agent into `host`.
+pub fn load_agent(host: &WasmHost, plan: &AgentPlan) -> anyhow::Result<AgentComponent> {
+    Ok(host
+        .load_agent(&plan.path, plan.policy.clone())
+        .map_err(|e| InputError(e.to_string()))?)
+}
+
+/// Builds (if needed) and loads an algorithm into `host`; it shares the agent's LLM timeout flag.
 pub fn load_algorithm(
     host: &WasmHost,
-    algo: &Path,
+    source: &ComponentSource,
     overrides: &PolicyOverrides,
-) -> anyhow::Result<(AlgorithmComponent, PathBuf)> {
-    let path = inputs::resolve_component(algo, "algorithm")?;
-    let mut policy = SandboxPolicy::for_algorithm(&path).map_err(|e| InputError(e.to_string()))?;
-    if let Some(timeout) = overrides.llm_timeout {
-        policy.llm_timeout = timeout;
-    }
-    let algorithm = host
-        .load_algorithm(&path, policy)
-        .map_err(|e| InputError(e.to_string()))?;
-    Ok((algorithm, path))
+) -> anyhow::Result<AlgorithmComponent> {
+    let with_llm_timeout = |mut policy: SandboxPolicy| {
+        if let Some(timeout) = overrides.llm_timeout {
+            policy.llm_timeout = timeout;
+        }
+        policy
+    };
+    let loaded = match source {
+        ComponentSource::Builtin(algorithm) => host.load_algorithm_bytes(
+            algorithm.component,
+            algorithm.name,
+            with_llm_timeout(SandboxPolicy::algorithm_defaults()),
+        ),
+        ComponentSource::File(_) | ComponentSource::Crate(_) => {
+            let path = component_file(source, "algorithm")?;
+            let policy = SandboxPolicy::for_algorithm(&path).map_err(|e| InputError(e.to_string()))?;
+            host.load_algorithm(&path, with_llm_timeout(policy))
+        }
+    };
+    Ok(loaded.map_err(|e| InputError(e.to_string()))?)
 }

@@ -33,7 +33,13 @@ impl ProcessFleet {
             let mut child = Command::new(exe)
                 .arg("runner")
                 .args(args)
-                .args(["--runners", "1", "--worker-prefix", &format!("runner-{index}")])
+                .args([
+                    "--runners",
+                    "1",
+                    "--quiet",
+                    "--worker-prefix",
+                    &format!("runner-{index}"),
+                ])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())

@@ -1,7 +1,10 @@
 //! The run's inputs, read and checked before anything starts: datasets (JSONL, one task per
 //! line, errors name the file and line), the initial resources, the algorithm's configuration,
-//! and the components (a `.wasm`, or a guest crate directory built for wasm32-wasip2 first).
+//! and where the components come from (a `.wasm`, a guest crate folder, a built-in algorithm) —
+//! found here, built and loaded later (components.rs), so that a bad input stops the command
+//! before anything is built.
 
+use crate::builtin::{self, BuiltinAlgorithm};
 use agl_store::NamedResources;
 use std::path::{Path, PathBuf};
 
@@ -62,25 +65,46 @@ pub fn read_algorithm_config(path: Option<&Path>) -> Result<String, InputError> 
     }
 }
 
-/// A component file: the path itself when it is a file, or the component built from the guest
-/// crate at that directory.
-pub fn resolve_component(path: &Path, role: &str) -> Result<PathBuf, InputError> {
+/// Where a component comes from: found, not yet built, while the inputs are checked.
+#[derive(Debug, Clone)]
+pub enum ComponentSource {
+    /// A `.wasm` component file.
+    File(PathBuf),
+    /// A guest crate folder (with `Cargo.toml`), built for wasm32-wasip2 when it is loaded.
+    Crate(PathBuf),
+    /// An algorithm built into the binary.
+    Builtin(&'static BuiltinAlgorithm),
+}
+
+/// The agent of `path`: a `.wasm` file or a guest crate folder.
+pub fn agent_source(path: &Path) -> Result<ComponentSource, InputError> {
+    path_source(path, "agent", "")
+}
+
+/// The algorithm of `--algo`: a built-in name (`apo`, `baseline`), else a path.
+pub fn algorithm_source(spec: &Path) -> Result<ComponentSource, InputError> {
+    if let Some(algorithm) = spec.to_str().and_then(builtin::find) {
+        return Ok(ComponentSource::Builtin(algorithm));
+    }
+    let hint = format!(" (the built-in algorithms are {})", builtin::names());
+    path_source(spec, "algorithm", &hint)
+}
+
+fn path_source(path: &Path, role: &str, hint: &str) -> Result<ComponentSource, InputError> {
     if path.is_file() {
-        return Ok(path.to_owned());
+        return Ok(ComponentSource::File(path.to_owned()));
     }
     if path.join("Cargo.toml").is_file() {
-        eprintln!("building the {role} {} for wasm32-wasip2 ...", path.display());
-        return agl_guest_build::build(path)
-            .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", path.display())));
+        return Ok(ComponentSource::Crate(path.to_owned()));
     }
     if path.exists() {
         Err(InputError(format!(
-            "{role} {}: expected a .wasm component or a guest crate directory (with Cargo.toml)",
+            "{role} {}: expected a .wasm component or a guest crate folder (with Cargo.toml){hint}",
             path.display()
         )))
     } else {
         Err(InputError(format!(
-            "{role} {}: no such file or directory",
+            "{role} {}: no such file or directory{hint}",
             path.display()
         )))
     }
@@ -121,9 +145,22 @@ mod tests {
 
     #[test]
     fn a_missing_component_says_so() {
-        let error = resolve_component(Path::new("/no/such/agent.wasm"), "agent")
-            .unwrap_err()
-            .0;
+        let error = agent_source(Path::new("/no/such/agent.wasm")).unwrap_err().0;
         assert_eq!(error, "agent /no/such/agent.wasm: no such file or directory");
+    }
+
+    #[test]
+    fn an_algorithm_is_a_builtin_name_else_a_path_and_a_bad_one_names_the_builtins() {
+        assert!(matches!(
+            algorithm_source(Path::new("apo")),
+            Ok(ComponentSource::Builtin(BuiltinAlgorithm { name: "apo", .. }))
+        ));
+        let dir = temp_file("algo.wasm", "not checked here");
+        assert!(matches!(algorithm_source(&dir), Ok(ComponentSource::File(_))));
+        let error = algorithm_source(Path::new("apoo")).unwrap_err().0;
+        assert_eq!(
+            error,
+            "algorithm apoo: no such file or directory (the built-in algorithms are baseline, apo)"
+        );
     }
 }

@@ -1,13 +1,16 @@
 //! The `agl-host` binary: parses the command line and runs the command; turns errors into one
-//! clear line and an exit code (2 for bad input, 1 otherwise). Wiring only: the work is in the
-//! runtime crates.
+//! clear line and an exit code (2 for bad input, 1 otherwise; the others are in args.rs). Wiring
+//! only: the work is in the runtime crates.
 
 mod args;
+mod builtin;
 mod components;
 mod fleet;
 mod inputs;
 mod llm;
+mod output;
 mod progress;
+mod remote;
 mod results;
 mod run;
 mod runner_cmd;
@@ -18,14 +21,12 @@ mod store_cmd;
 use args::{Cli, Command, StoreArgs};
 use clap::Parser;
 use inputs::InputError;
-use std::path::PathBuf;
+use output::stderr_line;
+use run::Target;
 use std::process::ExitCode;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// The baseline plugin's guest crate, relative to the repository `agl-host` was built from.
-const BASELINE_CRATE: &str = "plugins/baseline";
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
@@ -42,18 +43,20 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-/// `dev`'s default algorithm: the baseline plugin from the source tree (built when needed).
-fn baseline_plugin() -> PathBuf {
-    agl_guest_build::repo_root().join(BASELINE_CRATE)
-}
-
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run::run(args.common, &args.algo, cli.verbose).await,
-        Command::Dev(args) => {
-            let algo = args.algo.unwrap_or_else(baseline_plugin);
-            run::run(args.common, &algo, cli.verbose).await
+        Command::Run(args) => {
+            let target = match (&args.store, &args.agent) {
+                (Some(url), _) => Target::RemoteStore {
+                    url,
+                    token: args.token.clone(),
+                },
+                (None, Some(agent)) => Target::Agent(agent),
+                (None, None) => return Err(InputError("--agent AGENT or --store URL is required".into()).into()),
+            };
+            run::run(args.common, target, &args.algo, cli.verbose).await
         }
+        Command::Dev(args) => run::run(args.common, Target::Agent(&args.agent), &args.algo, cli.verbose).await,
         Command::Store(args) => store_cmd::run(args).await,
         Command::Runner(args) => runner_cmd::run(args).await,
     }
@@ -79,14 +82,14 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("agl-host: cannot start the async runtime: {e}");
+            stderr_line(&format!("agl-host: cannot start the async runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("agl-host: {error:#}");
+            stderr_line(&format!("agl-host: {error:#}"));
             if error.downcast_ref::<InputError>().is_some() {
                 ExitCode::from(2)
             } else {

@@ -85,7 +85,7 @@ impl Progress {
     /// Prints a line above the bar (or plainly when the bar is hidden).
     pub fn println(&self, line: &str) {
         if self.bar.is_hidden() {
-            eprintln!("{line}");
+            crate::output::stderr_line(line);
         } else {
             self.bar.println(line);
         }

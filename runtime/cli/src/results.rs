@@ -1,6 +1,7 @@
-//! The results of a run: the JSON file (`--output`) and the summary printed at the end.
+//! The results of a run: the JSON file (`--output`) and the summary printed at the end, with why
+//! rollouts failed (the most frequent reasons in the summary, every failed rollout in the file).
 
-use agl_runner::{FitReport, FitStatus, RunReport, SplitReport};
+use agl_runner::{FailedRollout, FailureReason, FitReport, FitStatus, RunReport, SplitReport};
 use agl_store::{NamedResources, Resource};
 use agl_wasm::BestResult;
 use serde::Serialize;
@@ -34,6 +35,10 @@ pub struct Results {
     pub best: Option<Best>,
     pub splits: BTreeMap<String, SplitReport>,
     pub total: SplitReport,
+    /// The distinct reasons rollouts failed for, with their counts, most frequent first.
+    pub failure_reasons: Vec<FailureReason>,
+    /// Every failed rollout and why its last attempt failed.
+    pub failures: Vec<FailedRollout>,
     /// Attempts finished by this process's runners (`null` when the runners were other processes).
     pub attempts: Option<Attempts>,
     /// Spans recorded in the store (agents' host calls, rewards, root spans).
@@ -44,6 +49,7 @@ pub struct Results {
     pub algorithm_summary: Option<serde_json::Value>,
     pub algorithm_llm_calls: u32,
     pub algorithm_llm_tokens: u64,
+    /// Runners in this process (0 when the runners were other processes).
     pub runners: u16,
     pub elapsed_seconds: f64,
     pub rollouts_per_second: f64,
@@ -92,6 +98,7 @@ impl Results {
         let elapsed = fit.elapsed.as_secs_f64();
         let finished = report.total.succeeded + report.total.failed + report.total.cancelled;
         let outcome = fit.algorithm.as_ref();
+        let failure_reasons = report.failure_reasons();
         Self {
             status,
             failure,
@@ -106,6 +113,8 @@ impl Results {
             rollouts_per_second: if elapsed > 0.0 { finished as f64 / elapsed } else { 0.0 },
             splits: report.splits,
             total: report.total,
+            failure_reasons,
+            failures: report.failures,
             attempts: fit.attempts.map(|(succeeded, failed)| Attempts { succeeded, failed }),
             spans: statistics.total_spans,
             resources_versions: statistics.total_resources,
@@ -116,6 +125,11 @@ impl Results {
             elapsed_seconds: elapsed,
             forced_stop: fit.forced,
         }
+    }
+
+    /// Whether rollouts ran and not one succeeded: nothing was learnt.
+    pub fn every_rollout_failed(&self) -> bool {
+        self.total.failed > 0 && self.total.succeeded == 0
     }
 
     /// The readable summary printed at the end of a run.
@@ -129,10 +143,14 @@ impl Results {
                 self.failure.as_deref().unwrap_or("unknown reason")
             ),
         };
+        let runners = match self.runners {
+            0 => "remote runners".to_owned(),
+            n => format!("{n} runner(s)"),
+        };
         let _ = writeln!(
             out,
-            "{headline} in {:.2} s — {} rollouts, {:.0} rollouts/s, {} runner(s)",
-            self.elapsed_seconds, self.total.rollouts, self.rollouts_per_second, self.runners
+            "{headline} in {:.2} s — {} rollouts, {:.0} rollouts/s, {runners}",
+            self.elapsed_seconds, self.total.rollouts, self.rollouts_per_second
         );
         let _ = writeln!(out, "  agent {}   algorithm {}", self.agent, self.algorithm);
         let _ = writeln!(
@@ -148,6 +166,7 @@ impl Results {
                 name, r.rollouts, r.succeeded, r.failed, r.cancelled, r.retried, r.mean_reward
             );
         }
+        self.write_failures(&mut out);
         // An algorithm may give its own report (APO: score history, best prompt).
         if let Some(report) = self
             .algorithm_summary
@@ -177,5 +196,59 @@ impl Results {
             }
         }
         out
+    }
+
+    /// The most frequent failure reasons with their counts; a loud line when nothing succeeded.
+    fn write_failures(&self, out: &mut String) {
+        if self.failure_reasons.is_empty() {
+            return;
+        }
+        if self.every_rollout_failed() {
+            let _ = writeln!(
+                out,
+                "  EVERY ROLLOUT FAILED ({} of {}): nothing was learnt; the agent, its tasks, resources or LLM setup need fixing",
+                self.total.failed, self.total.rollouts
+            );
+        }
+        let _ = writeln!(out, "  why rollouts failed (most frequent first):");
+        for reason in self.failure_reasons.iter().take(SHOWN_REASONS) {
+            let _ = writeln!(out, "  {:>6}×  {}", reason.count, one_line(&reason.reason));
+        }
+        let more = self.failure_reasons.len().saturating_sub(SHOWN_REASONS);
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "          ... and {more} other reason(s): see `failures` in the results file"
+            );
+        }
+    }
+}
+
+/// Failure reasons shown in the summary.
+const SHOWN_REASONS: usize = 5;
+/// Longest reason shown in the summary (the results file keeps it whole).
+const SHOWN_REASON_CHARS: usize = 200;
+
+/// A reason on one line, cut to [`SHOWN_REASON_CHARS`].
+fn one_line(reason: &str) -> String {
+    let flat = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= SHOWN_REASON_CHARS {
+        return flat;
+    }
+    let cut: String = flat.chars().take(SHOWN_REASON_CHARS).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_reason_is_shown_on_one_line_and_cut() {
+        assert_eq!(one_line("line one\n  line two"), "line one line two");
+        let long = "x".repeat(500);
+        let shown = one_line(&long);
+        assert_eq!(shown.chars().count(), SHOWN_REASON_CHARS + 1);
+        assert!(shown.ends_with('…'));
     }
 }

@@ -1,17 +1,20 @@
-//! `agl-host run` / `agl-host dev`: read and check the inputs, load both components, run the
-//! trainer (shared-memory: runners in this process; client-server: this process serves the store
-//! and starts runner processes) with the progress display, handle Ctrl-C, then print the summary
-//! and write the results file.
+//! `agl-host run` / `agl-host dev`: check every input before anything is built, build and load the
+//! components, run the trainer (shared-memory: runners in this process; client-server: this process
+//! serves the store and starts runner processes; `--store URL`: the algorithm against a remote
+//! store whose runners are elsewhere) with the progress display, handle Ctrl-C, then write the
+//! results file and print the summary.
 
 use crate::args::{CommonArgs, Strategy};
 use crate::components::{self, file_name};
 use crate::fleet::ProcessFleet;
 use crate::inputs::{self, InputError};
 use crate::llm;
+use crate::output::{self, stderr_line};
 use crate::progress::Progress;
+use crate::remote;
 use crate::results::{Results, ResultsInput};
 use crate::signals::{self, Interrupts};
-use agl_runner::{FitRequest, FitStatus, Hook, RunReport, RunnerOptions, Shutdown, Trainer, TrainerOptions};
+use agl_runner::{FitRequest, Hook, RunReport, RunnerOptions, Runners, Shutdown, Trainer, TrainerOptions};
 use agl_store::{InMemoryLightningStore, LightningStore};
 use agl_wasm::LogLevel;
 use anyhow::Context;
@@ -22,12 +25,21 @@ use std::sync::Arc;
 
 /// Exit code of a run stopped by Ctrl-C.
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code of a run that completed with every rollout failed.
+pub const EXIT_ALL_FAILED: u8 = 3;
+
+/// What runs the agent: this command (with the agent given), or a remote store's runners.
+pub enum Target<'a> {
+    Agent(&'a Path),
+    RemoteStore { url: &'a str, token: Option<String> },
+}
 
 fn duration(flag: &str, value: &str) -> Result<std::time::Duration, InputError> {
     agl_wasm::policy::parse_duration(value).map_err(|e| InputError(format!("--{flag}: {e}")))
 }
 
-pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result<ExitCode> {
+pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u8) -> anyhow::Result<ExitCode> {
+    // Every input is checked before anything is built or started.
     let train = inputs::read_dataset(&common.train)?;
     let val = match &common.val {
         Some(path) => inputs::read_dataset(path)?,
@@ -38,22 +50,48 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
     let grace = duration("grace", &common.grace)?;
     let heartbeat = duration("heartbeat", &common.heartbeat)?;
     let llm = llm::backend(&common.llm)?;
+    let algo_source = inputs::algorithm_source(algo)?;
+    let (agent_source, remote_store) = match &target {
+        Target::Agent(path) => (Some(inputs::agent_source(path)?), None),
+        Target::RemoteStore { url, token } => (None, Some(remote::connect(url, token.clone()).await?)),
+    };
 
-    let loaded = components::load_agent(&common.agent, &common.sandbox, u32::from(common.runners) + 16)?;
-    let (algorithm, algo_path) = components::load_algorithm(&loaded.host, algo, &loaded.overrides)?;
-    let (agent_name, algo_name) = (file_name(&loaded.path), file_name(&algo_path));
+    // Build (guest crate folders) and load the components.
+    let overrides = crate::sandbox::overrides(&common.sandbox)?;
+    let agent_plan = agent_source
+        .as_ref()
+        .map(|source| components::plan_agent(source, &overrides))
+        .transpose()?;
+    let fuel = agent_plan.as_ref().is_some_and(|plan| plan.policy.fuel.is_some());
+    let host = components::engine(fuel, u32::from(common.runners) + 16)?;
+    let agent = match &agent_plan {
+        Some(plan) => {
+            let agent = components::load_agent(&host, plan)?;
+            components::require_llm(&agent, "agent", &common.llm)?;
+            Some(agent)
+        }
+        None => None,
+    };
+    let algorithm = components::load_algorithm(&host, &algo_source, &overrides)?;
+    components::require_llm(&algorithm, "algorithm", &common.llm)?;
+    let agent_name = match (&agent_plan, &target) {
+        (Some(plan), _) => file_name(&plan.path),
+        (None, Target::RemoteStore { url, .. }) => format!("the runners of {url}"),
+        (None, Target::Agent(path)) => file_name(path),
+    };
+    let algo_name = algorithm.name().to_owned();
     let interrupts = Interrupts::register()?;
-    eprintln!(
-        "agent {agent_name} · algorithm {algo_name} · {} train / {} val tasks · {} runner(s) ({}) · LLM: {}",
+    let where_runners = match (&remote_store, common.strategy) {
+        (Some(_), _) => "remote".to_owned(),
+        (None, Strategy::SharedMemory) => format!("{} runner(s), shared-memory", common.runners),
+        (None, Strategy::ClientServer) => format!("{} runner process(es), client-server", common.runners),
+    };
+    stderr_line(&format!(
+        "agent {agent_name} · algorithm {algo_name} · {} train / {} val tasks · {where_runners} · LLM: {}",
         train.len(),
         val.len(),
-        common.runners,
-        match common.strategy {
-            Strategy::SharedMemory => "shared-memory",
-            Strategy::ClientServer => "client-server",
-        },
         llm.describe()
-    );
+    ));
 
     let show = !common.no_progress && std::io::stderr().is_terminal();
     let log_level = match verbose {
@@ -62,7 +100,10 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
         _ => LogLevel::Trace,
     };
     let progress = Arc::new(Progress::new(show, log_level));
-    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+    let store: Arc<dyn LightningStore> = match remote_store {
+        Some(client) => Arc::new(client),
+        None => Arc::new(InMemoryLightningStore::new()),
+    };
     let shutdown = Shutdown::new();
     let (first, second) = (progress.clone(), progress.clone());
     signals::watch(
@@ -76,52 +117,39 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
         move || second.println("stopping at once"),
     );
 
-    // Client-server: serve the store on loopback and start the runner processes.
+    // Who runs the rollouts: local runners, runner processes of a store served here, or remote ones.
     let mut server = None;
-    let mut remote = None;
-    if common.strategy == Strategy::ClientServer {
-        let options = agl_server::ServerOptions {
-            port: common.port,
-            ..agl_server::ServerOptions::default()
-        };
-        let handle = agl_server::serve(store.clone(), options)
-            .await
-            .context("starting the store server")?;
-        progress.println(&format!("store served at {}", handle.url()));
-        let mut args: Vec<std::ffi::OsString> = vec![
-            "--store".into(),
-            handle.url().into(),
-            "--agent".into(),
-            loaded.path.clone().into_os_string(),
-            "--heartbeat".into(),
-            common.heartbeat.clone().into(),
-            "--grace".into(),
-            common.grace.clone().into(),
-        ];
-        args.extend(common.llm.to_args());
-        args.extend(common.sandbox.to_args());
-        let exe = std::env::current_exe().context("finding the agl-host executable")?;
-        let fleet = ProcessFleet::spawn(usize::from(common.runners), &exe, &args, &progress)?;
-        remote = Some(Arc::new(fleet) as Arc<dyn agl_runner::RemoteRunners>);
-        server = Some(handle);
-    }
+    let runners = match (agent, &agent_plan) {
+        (Some(agent), Some(plan)) if common.strategy == Strategy::ClientServer => {
+            drop(agent); // the runner processes load it themselves
+            let (handle, fleet) = serve_to_runner_processes(&common, &store, &plan.path, &progress).await?;
+            server = Some(handle);
+            Runners::Remote(Arc::new(fleet))
+        }
+        (Some(agent), _) => Runners::Local {
+            agent: Arc::new(agent),
+            count: usize::from(common.runners),
+        },
+        (None, _) => {
+            progress.println("the algorithm enqueues into the remote store; its runners run the rollouts");
+            Runners::Remote(Arc::new(remote::TheirRunners))
+        }
+    };
 
     let hooks: Arc<[Arc<dyn Hook>]> = Arc::new([progress.clone() as Arc<dyn Hook>]);
     let trainer = Trainer::new(
         store.clone(),
-        Arc::new(loaded.agent),
+        runners,
         Arc::new(algorithm),
         llm,
         progress.clone(),
         TrainerOptions {
-            runners: usize::from(common.runners),
             grace,
             hooks,
             runner: RunnerOptions {
                 heartbeat_interval: heartbeat,
                 ..RunnerOptions::default()
             },
-            remote,
             ..TrainerOptions::default()
         },
     );
@@ -147,16 +175,11 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
         Some(id) => store.get_resources_by_id(id).await?.map(|r| r.resources),
         None => None,
     };
-    let exit = match &fit.status {
-        FitStatus::Completed => ExitCode::SUCCESS,
-        FitStatus::AlgorithmFailed(_) => ExitCode::FAILURE,
-        FitStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-    };
     if let Some(outcome) = &fit.algorithm
         && outcome.result.is_err()
         && !outcome.stderr.text.is_empty()
     {
-        eprintln!("algorithm stderr:\n{}", outcome.stderr.text.trim_end());
+        stderr_line(&format!("algorithm stderr:\n{}", outcome.stderr.text.trim_end()));
     }
     let results = Results::new(ResultsInput {
         agent: agent_name,
@@ -165,14 +188,56 @@ pub async fn run(common: CommonArgs, algo: &Path, verbose: u8) -> anyhow::Result
         report,
         best,
         best_resources,
-        runners: common.runners,
+        runners: if agent_plan.is_some() { common.runners } else { 0 },
         statistics,
     });
-    print!("{}", results.summary());
+    // The file first: a reader that closes stdout early (`| head`) must not cost the results.
     if let Some(path) = &common.output {
         let json = serde_json::to_string_pretty(&results)?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing the results to {}", path.display()))?;
-        println!("  results written to {}", path.display());
     }
+    output::print(&results.summary());
+    if let Some(path) = &common.output {
+        output::print(&format!("  results written to {}\n", path.display()));
+    }
+    let exit = match results.status {
+        "completed" if results.every_rollout_failed() => ExitCode::from(EXIT_ALL_FAILED),
+        "completed" => ExitCode::SUCCESS,
+        "interrupted" => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::FAILURE,
+    };
     Ok(exit)
+}
+
+/// Client-server: serves `store` on loopback and starts the runner processes of the agent at
+/// `agent_path` against it.
+async fn serve_to_runner_processes(
+    common: &CommonArgs,
+    store: &Arc<dyn LightningStore>,
+    agent_path: &Path,
+    progress: &Arc<Progress>,
+) -> anyhow::Result<(agl_server::ServerHandle, ProcessFleet)> {
+    let options = agl_server::ServerOptions {
+        port: common.port,
+        ..agl_server::ServerOptions::default()
+    };
+    let handle = agl_server::serve(store.clone(), options)
+        .await
+        .context("starting the store server")?;
+    progress.println(&format!("store served at {}", handle.url()));
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--store".into(),
+        handle.url().into(),
+        "--agent".into(),
+        agent_path.as_os_str().to_owned(),
+        "--heartbeat".into(),
+        common.heartbeat.clone().into(),
+        "--grace".into(),
+        common.grace.clone().into(),
+    ];
+    args.extend(common.llm.to_args());
+    args.extend(common.sandbox.to_args());
+    let exe = std::env::current_exe().context("finding the agl-host executable")?;
+    let fleet = ProcessFleet::spawn(usize::from(common.runners), &exe, &args, progress)?;
+    Ok((handle, fleet))
 }

@@ -2,6 +2,7 @@
 
 use crate::args::StoreArgs;
 use crate::inputs::InputError;
+use crate::output::stderr_line;
 use agl_server::{ServerOptions, serve};
 use agl_store::{InMemoryLightningStore, LightningStore};
 use anyhow::Context;
@@ -11,10 +12,10 @@ use std::sync::Arc;
 pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     let max_body = agl_wasm::policy::parse_size(&args.max_body).map_err(|e| InputError(format!("--max-body: {e}")))?;
     if !args.host.is_loopback() && args.token.is_none() {
-        eprintln!(
+        stderr_line(&format!(
             "warning: serving on {} without --token: anyone who can reach it can use the store",
             args.host
-        );
+        ));
     }
     let mut interrupts = crate::signals::Interrupts::register()?;
     let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
@@ -25,9 +26,12 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         max_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
     };
     let handle = serve(store, options).await.context("starting the store server")?;
-    eprintln!("agl-host store: listening on {} (Ctrl-C to stop)", handle.url());
+    stderr_line(&format!(
+        "agl-host store: listening on {} (Ctrl-C to stop)",
+        handle.url()
+    ));
     interrupts.wait().await;
-    eprintln!("agl-host store: stopping");
+    stderr_line("agl-host store: stopping");
     handle.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

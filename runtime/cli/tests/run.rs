@@ -79,21 +79,28 @@ impl Cli {
     }
 }
 
-/// `agl-host run` of the probe guest under the `algo` plugin crate on the `train` set.
-fn probe_run(algo: &str, train: &Path) -> Cli {
-    Cli::new("run")
-        .flag("--agent", component("tests/guests/probe"))
-        .flag("--algo", component(algo))
-        .flag("--train", train)
+/// Scripted-LLM rules for runs whose agent does not care what the LLM says (the probe).
+fn any_rules() -> PathBuf {
+    repo().join("examples/math-agent/rules.json")
 }
 
-/// `agl-host run` of `agent` under the `algo` plugin crate on the math agent's train and val
-/// sets, with its `resources` and scripted-LLM `rules` (files under examples/math-agent).
-fn math_run(agent: PathBuf, algo: &str, resources: &str, rules: &str) -> Cli {
+/// `agl-host run` of the probe guest under the `algo` algorithm (a built-in name or a path) on
+/// the `train` set, with a scripted LLM (the probe imports the LLM interface).
+fn probe_run(algo: impl AsRef<OsStr>, train: &Path) -> Cli {
+    Cli::new("run")
+        .flag("--agent", component("tests/guests/probe"))
+        .flag("--algo", algo)
+        .flag("--train", train)
+        .flag("--llm-script", any_rules())
+}
+
+/// `agl-host run` of `agent` under the `algo` algorithm on the math agent's train and val sets,
+/// with its `resources` and scripted-LLM `rules` (files under examples/math-agent).
+fn math_run(agent: PathBuf, algo: impl AsRef<OsStr>, resources: &str, rules: &str) -> Cli {
     let math = repo().join("examples/math-agent");
     Cli::new("run")
         .flag("--agent", agent)
-        .flag("--algo", component(algo))
+        .flag("--algo", algo)
         .flag("--train", math.join("data/train.jsonl"))
         .flag("--val", math.join("data/val.jsonl"))
         .flag("--resources", math.join(resources))
@@ -119,7 +126,7 @@ fn run_with_the_baseline_scores_every_task_of_the_math_agent() {
     let dir = temp_dir("math");
     let out = dir.join("results.json");
     let math = repo().join("examples/math-agent");
-    let output = math_run(math, "plugins/baseline", "initial-resources.json", "rules.json")
+    let output = math_run(math, "baseline", "initial-resources.json", "rules.json")
         .flag("--runners", "2")
         .flag("--output", &out)
         .output();
@@ -166,7 +173,7 @@ fn a_trapping_agent_is_retried_once_and_final_statuses_are_right() {
     );
     let rollout_config = serde_json::json!({"rollout_config": {"max_attempts": 2, "retry_condition": ["failed"]}});
     std::fs::write(&config, rollout_config.to_string()).expect("config");
-    let output = probe_run("plugins/baseline", &train)
+    let output = probe_run(component("plugins/baseline"), &train)
         .flag("--algo-config", &config)
         .flag("--output", &out)
         .output();
@@ -191,7 +198,7 @@ fn start_spinning_run(name: &str, agent_timeout: &str, grace: &str) -> (Child, P
     let dir = temp_dir(name);
     let (train, out) = (dir.join("train.jsonl"), dir.join("results.json"));
     write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 40]);
-    let mut child = probe_run("plugins/baseline", &train)
+    let mut child = probe_run("baseline", &train)
         .flag("--agent-timeout", agent_timeout)
         .flag("--grace", grace)
         .flag("--output", &out)
@@ -338,15 +345,26 @@ fn help_teaches_the_flags_and_exit_codes() {
     for needle in [
         "--agent",
         "--algo",
+        "--store",
         "--llm-script",
         "--llm-endpoint",
         "--runners",
         "--agent-dir",
         "Exit codes",
         "130",
+        "141",
+        "every rollout failed",
+        "baseline or apo",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
     }
+    // The examples can be pasted: each command is one line, as written.
+    let example = "  agl-host run --agent examples/math-agent --algo apo --train examples/math-agent/data/train.jsonl \
+                   --val examples/math-agent/data/val.jsonl --resources examples/math-agent/apo/seed-resources.json \
+                   --llm-script examples/math-agent/apo/rules.json --algo-config examples/math-agent/apo/config.json \
+                   --output results.json\n";
+    assert!(help.contains(example), "--help rewrapped its example:\n{help}");
+    assert!(!help.contains(" \\\n"), "no line continuations to paste:\n{help}");
 }
 
 #[test]
@@ -360,7 +378,7 @@ fn dev_runs_the_baseline_by_default_on_an_agent_crate() {
         .output();
     assert!(output.status.success(), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("algorithm agl_baseline.wasm"), "{stdout}");
+    assert!(stdout.contains("algorithm baseline"), "{stdout}");
     assert!(stdout.contains("train          8          8"), "{stdout}");
 }
 
@@ -370,7 +388,7 @@ fn run_apo(name: &str, seed: u64) -> Value {
     let (config, out) = (dir.join("config.json"), dir.join("results.json"));
     std::fs::write(&config, serde_json::json!({"seed": seed}).to_string()).expect("config");
     let agent = component("examples/math-agent");
-    let output = math_run(agent, "plugins/apo", "apo/seed-resources.json", "apo/rules.json")
+    let output = math_run(agent, "apo", "apo/seed-resources.json", "apo/rules.json")
         .flag("--algo-config", &config)
         .flag("--runners", "2")
         .flag("--output", &out)
@@ -415,16 +433,19 @@ fn apo_finds_the_instruction_that_raises_val_accuracy_deterministically() {
 
 #[test]
 fn apo_survives_llm_errors_and_rollouts_that_time_out() {
-    // No LLM configured: every critique fails. Every rollout spins past its deadline, and APO
-    // stops waiting for a batch after 0.1 s. The run still completes, keeping the seed.
+    // A scripted LLM with no rule and no fallback: every critique fails. Every rollout spins
+    // past its deadline, and APO stops waiting for a batch after 0.1 s. The run still completes,
+    // keeping the seed.
     let dir = temp_dir("apo-robust");
-    let (train, val, resources, config, out) = (
+    let (train, val, resources, config, out, rules) = (
         dir.join("train.jsonl"),
         dir.join("val.jsonl"),
         dir.join("resources.json"),
         dir.join("config.json"),
         dir.join("results.json"),
+        dir.join("no-rules.json"),
     );
+    std::fs::write(&rules, r#"{"rules": []}"#).expect("rules");
     write_jsonl(&train, &vec![serde_json::json!({"do": "spin"}); 2]);
     write_jsonl(&val, &vec![serde_json::json!({"do": "spin"}); 2]);
     let prompt =
@@ -432,7 +453,11 @@ fn apo_survives_llm_errors_and_rollouts_that_time_out() {
     std::fs::write(&resources, prompt.to_string()).expect("resources");
     let settings = serde_json::json!({"beam_rounds": 1, "beam_width": 1, "branch_factor": 1, "rollout_batch_timeout": 0.1, "seed": 1});
     std::fs::write(&config, settings.to_string()).expect("config");
-    let output = probe_run("plugins/apo", &train)
+    let output = Cli::new("run")
+        .flag("--agent", component("tests/guests/probe"))
+        .flag("--algo", "apo")
+        .flag("--train", &train)
+        .flag("--llm-script", &rules)
         .flag("--val", &val)
         .flag("--resources", &resources)
         .flag("--algo-config", &config)
@@ -512,7 +537,8 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
         .flag("--heartbeat", "200ms")
         .flag("--agent-timeout", "1s")
         .flag("--agent", component("tests/guests/probe"))
-        .flag("--algo", component("plugins/baseline"))
+        .flag("--algo", "baseline")
+        .flag("--llm-script", any_rules())
         .flag("--train", &train)
         .flag("--algo-config", &config)
         .flag("--output", &out)
@@ -579,6 +605,7 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
         .flag("--token", "s3cret")
         .flag("--runners", "2")
         .flag("--agent", component("tests/guests/probe"))
+        .flag("--llm-script", any_rules())
         .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -619,6 +646,33 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
         assert_eq!(agl_adapter_reward(&spans.items), Some(0.3));
     });
 
+    // The runner said a line per rollout.
+    let line = wait_for_line(&runner_lines, "succeeded, reward 0.3000");
+    assert!(line.contains("rollout ro-") && line.contains("(attempt 1)"), "{line}");
+
+    // An algorithm run against the same store, from the command line: the built-in baseline
+    // enqueues there and the remote runner runs its rollouts.
+    let dir = temp_dir("remote-run");
+    let (train, out) = (dir.join("train.jsonl"), dir.join("results.json"));
+    write_jsonl(&train, &vec![serde_json::json!({"do": "reward", "value": 1.0}); 4]);
+    let run = Cli::new("run")
+        .flag("--store", &url)
+        .flag("--token", "s3cret")
+        .flag("--algo", "baseline")
+        .flag("--train", &train)
+        .flag("--output", &out)
+        .output();
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    assert_eq!(results["runners"], 0, "{results:#}");
+    assert_eq!(
+        results["best"]["score"], 1.0,
+        "no val split: the train mean: {results:#}"
+    );
+    // The store's 10 rollouts of the client above and the run's 4.
+    assert_eq!(results["total"]["succeeded"], 14, "{results:#}");
+    assert_eq!(results["algorithm_summary"]["train"]["mean_reward"], 1.0, "{results:#}");
+
     let stop = Command::new("kill")
         .args(["-TERM", &runner.id().to_string()])
         .status()
@@ -626,7 +680,7 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
     assert!(stop.success());
     let exited = runner.wait().expect("runner exits");
     assert!(exited.success(), "{exited:?}");
-    assert!(wait_for_line(&runner_lines, "stopped after").contains("10 succeeded"));
+    assert!(wait_for_line(&runner_lines, "stopped after").contains("14 succeeded"));
     let stop = Command::new("kill")
         .args(["-INT", &store.id().to_string()])
         .status()
@@ -646,4 +700,229 @@ fn agl_adapter_reward(spans: &[std::sync::Arc<agl_store::Span>]) -> Option<f64> 
                 .get("agentlightning.reward.0.value")
                 .and_then(Value::as_f64)
         })
+}
+
+/// The math agent's component, and the `dev` command line that runs it on the val set with the
+/// scripted LLM.
+fn math_dev() -> Cli {
+    let math = repo().join("examples/math-agent");
+    Cli::new("dev")
+        .flag("--agent", component("examples/math-agent"))
+        .flag("--train", math.join("data/val.jsonl"))
+        .flag("--resources", math.join("initial-resources.json"))
+        .flag("--llm-script", math.join("rules.json"))
+}
+
+#[test]
+fn a_run_in_which_every_rollout_fails_says_why_and_exits_3() {
+    // No --resources: the math agent has no prompt template, so every rollout fails.
+    let dir = temp_dir("all-failed");
+    let out = dir.join("results.json");
+    let math = repo().join("examples/math-agent");
+    let output = Cli::new("run")
+        .flag("--agent", component("examples/math-agent"))
+        .flag("--algo", "baseline")
+        .flag("--train", math.join("data/train.jsonl"))
+        .flag("--val", math.join("data/val.jsonl"))
+        .flag("--llm-script", math.join("rules.json"))
+        .flag("--output", &out)
+        .output();
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("EVERY ROLLOUT FAILED (20 of 20)"), "{stdout}");
+    let results = read_results(&out);
+    let reasons = results["failure_reasons"].as_array().expect("failure_reasons");
+    assert_eq!(reasons.len(), 1, "{results:#}");
+    assert_eq!(reasons[0]["count"], 20, "{results:#}");
+    let reason = reasons[0]["reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("prompt"),
+        "the reason names the missing resource: {reason}"
+    );
+    assert!(
+        stdout.contains(&format!("    20×  {reason}")),
+        "the summary shows the reason with its count:\n{stdout}"
+    );
+    let failures = results["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 20, "{results:#}");
+    assert!(
+        failures
+            .iter()
+            .all(|f| f["reason"] == reason && f["rollout_id"].is_string())
+    );
+    assert_eq!(failures.iter().filter(|f| f["mode"] == "val").count(), 8);
+}
+
+#[test]
+fn a_component_that_uses_the_llm_is_refused_when_none_is_configured() {
+    let math = repo().join("examples/math-agent");
+    let started = Instant::now();
+    let output = Cli::new("dev")
+        .flag("--agent", component("examples/math-agent"))
+        .flag("--train", math.join("data/val.jsonl"))
+        .flag("--resources", math.join("initial-resources.json"))
+        .output();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the agent math_agent.wasm uses the LLM") && stderr.contains("--llm-script"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no run started: {}", text(&output));
+    // APO critiques with the LLM: refused as well, even with an agent that needs none.
+    let apo = Cli::new("run")
+        .flag("--agent", component("tests/guests/wrong-world"))
+        .flag("--algo", "apo")
+        .flag("--train", math.join("data/val.jsonl"))
+        .output();
+    assert_eq!(apo.status.code(), Some(2), "{}", text(&apo));
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn every_input_is_checked_before_anything_is_built() {
+    // The agent is a crate folder: had it been built, "building the agent" would be printed.
+    let math = repo().join("examples/math-agent");
+    let cases = [
+        (
+            Cli::new("run").flag("--algo", "apoo"),
+            "algorithm apoo: no such file or directory (the built-in algorithms are baseline, apo)",
+        ),
+        (
+            Cli::new("run")
+                .flag("--algo", "apo")
+                .flag("--algo-config", "/no/such/config.json"),
+            "cannot read algorithm config /no/such/config.json",
+        ),
+        (
+            Cli::new("run")
+                .flag("--algo", "apo")
+                .flag("--llm-script", "/no/rules.json"),
+            "LLM script /no/rules.json",
+        ),
+    ];
+    for (cli, expected) in cases {
+        let cli = cli
+            .flag("--agent", &math)
+            .flag("--train", math.join("data/train.jsonl"));
+        let output = cli.output();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{:?}: {}", cli.args, text(&output));
+        assert!(stderr.contains(expected), "expected '{expected}' in:\n{stderr}");
+        assert!(!stderr.contains("building the agent"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_run_quietly_with_141_after_the_results_file() {
+    let dir = temp_dir("closed-stdout");
+    let out = dir.join("results.json");
+    let mut child = math_dev().flag("--output", &out).spawn();
+    // The reader goes away before anything is printed, as `| head -1` does after its line.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("agl-host exits");
+    assert_eq!(output.status.code(), Some(141), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(read_results(&out)["status"], "completed");
+    // And through a real pipe into `head -1`: one line out, no panic, pipefail sees 141.
+    let pipeline = format!(
+        "set -o pipefail; {} 2>&1 | head -1",
+        std::iter::once(env!("CARGO_BIN_EXE_agl-host").to_owned())
+            .chain(math_dev().args.iter().map(|a| format!("'{}'", a.to_string_lossy())))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let piped = Command::new("bash")
+        .args(["-c", &pipeline])
+        .env("AGL_CACHE_DIR", repo().join("target").join("agl-cache-tests"))
+        .output()
+        .expect("bash runs");
+    assert_eq!(piped.status.code(), Some(141), "{}", text(&piped));
+    assert_eq!(
+        String::from_utf8_lossy(&piped.stdout).lines().count(),
+        1,
+        "{}",
+        text(&piped)
+    );
+}
+
+/// A copy of the math agent's crate at `dir` (its SDK dependency pointing into this repository),
+/// as a user's own agent outside the repository would be.
+fn math_agent_copy(dir: &Path) {
+    let source = repo().join("examples/math-agent");
+    std::fs::create_dir_all(dir.join("src")).expect("crate dir");
+    for file in ["src/lib.rs", "src/grading.rs", "Cargo.lock"] {
+        std::fs::copy(source.join(file), dir.join(file)).expect("copy");
+    }
+    let manifest = std::fs::read_to_string(source.join("Cargo.toml")).expect("manifest");
+    let sdk = repo().join("sdk/rust");
+    let manifest = manifest.replace("../../sdk/rust", &sdk.to_string_lossy());
+    std::fs::write(dir.join("Cargo.toml"), manifest).expect("manifest");
+}
+
+#[test]
+fn a_crate_folder_agent_is_built_into_the_cache_and_its_path_printed() {
+    let dir = temp_dir("user-crates");
+    let cache = dir.join("cache");
+    let math = repo().join("examples/math-agent");
+    let mut built = Vec::new();
+    // Two crates with one name, in two folders: two components, neither overwriting the other.
+    for folder in ["one/agent", "two/agent"] {
+        let crate_dir = dir.join(folder);
+        math_agent_copy(&crate_dir);
+        let output = Cli::new("dev")
+            .flag("--agent", &crate_dir)
+            .flag("--train", math.join("data/val.jsonl"))
+            .flag("--resources", math.join("initial-resources.json"))
+            .flag("--llm-script", math.join("rules.json"))
+            .command()
+            .env("AGL_CACHE_DIR", &cache)
+            .output()
+            .expect("agl-host runs");
+        assert!(output.status.success(), "{}", text(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let line = stderr
+            .lines()
+            .find(|line| line.starts_with("built agent "))
+            .unwrap_or_else(|| panic!("no 'built agent' line in:\n{stderr}"));
+        let path = PathBuf::from(line.rsplit(" -> ").next().expect("a path"));
+        assert!(path.starts_with(cache.join("guests")), "{line}");
+        assert!(path.is_file(), "{line}");
+        assert!(
+            !crate_dir.join("target").exists(),
+            "nothing written into the source folder"
+        );
+        built.push(path);
+    }
+    assert_ne!(built[0], built[1]);
+    // The printed path is a component the other commands take as it is.
+    let output = Cli::new("dev")
+        .flag("--agent", &built[0])
+        .flag("--train", math.join("data/val.jsonl"))
+        .flag("--resources", math.join("initial-resources.json"))
+        .flag("--llm-script", math.join("rules.json"))
+        .output();
+    assert!(output.status.success(), "{}", text(&output));
+}
+
+#[test]
+fn a_client_server_run_shuts_down_without_a_warning() {
+    let output = math_run(
+        component("examples/math-agent"),
+        "baseline",
+        "initial-resources.json",
+        "rules.json",
+    )
+    .flag("--strategy", "client-server")
+    .flag("--runners", "2")
+    .output();
+    assert!(output.status.success(), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("retrying"),
+        "a clean shutdown logs no warning:\n{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("train         12         12"), "{stdout}");
 }

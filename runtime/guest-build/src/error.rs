@@ -43,6 +43,10 @@ pub enum GuestBuildError {
         stderr_tail: String,
     },
 
+    /// The cache directory (or a file in it) could not be created, locked or written.
+    #[error("guest build cache {}: {source}", path.display())]
+    Cache { path: PathBuf, source: std::io::Error },
+
     /// cargo succeeded but wrote no component where expected.
     #[error(
         "guest crate {crate_name} built, but {} is missing: guest crates need `crate-type = [\"cdylib\"]` under [lib]",

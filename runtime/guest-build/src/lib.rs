@@ -1,11 +1,15 @@
 //! Builds guest crates (agents, algorithms, the hostile test guests) into `wasm32-wasip2`
-//! components with a nested `cargo build --release`, into one shared target directory. Used by the
-//! host's tests, benchmarks, the demo and CI; it knows nothing of wasmtime.
+//! components with a nested `cargo build --release`: the repository's guests into one shared
+//! target directory (for the tests, benchmarks and CI, and for `agl-host`'s build script, which
+//! embeds the built-in algorithms), a user's crate into a cache directory ([`build_cached`], for
+//! `agl-host --agent DIR`). Holds the one list of the repository's guest crates ([`GUESTS`]). It
+//! knows nothing of wasmtime.
 //!
 //! Safe to call from parallel test threads and processes: calls in one process take turns (and a
 //! crate built once is not rebuilt in that process), and cargo's own lock on the target directory
 //! serializes processes.
 
+mod cache;
 mod env;
 mod error;
 mod manifest;
@@ -17,21 +21,64 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 
+pub use cache::{build_cached, cached_component_path};
 pub use error::GuestBuildError;
 pub use manifest::{CrateNames, crate_names};
 
 /// The Rust target guests are built for.
 pub const GUEST_TARGET: &str = "wasm32-wasip2";
 
-/// Every guest crate directory, relative to the repository root.
-pub const GUESTS: &[&str] = &[
-    "examples/math-agent",
-    "examples/classifier-agent",
-    "tests/guests/probe",
-    "tests/guests/wrong-world",
-    "plugins/baseline",
-    "plugins/apo",
+/// What a guest crate builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestKind {
+    /// A component (`crate-type = ["cdylib"]`): an agent, an algorithm or a test guest.
+    Component,
+    /// A library the components use (an SDK).
+    Library,
+}
+
+/// A guest crate of the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guest {
+    /// Its directory, relative to the repository root.
+    pub dir: &'static str,
+    pub kind: GuestKind,
+}
+
+const fn component(dir: &'static str) -> Guest {
+    Guest {
+        dir,
+        kind: GuestKind::Component,
+    }
+}
+
+const fn library(dir: &'static str) -> Guest {
+    Guest {
+        dir,
+        kind: GuestKind::Library,
+    }
+}
+
+/// Every guest crate of the repository: the one list that the tests, `agl-guest-build` and CI
+/// (`agl-guest-build --list`, for the guests' format, lint and test gates) read.
+pub const GUESTS: &[Guest] = &[
+    library("sdk/rust"),
+    library("sdk/rust-algorithm"),
+    component("examples/math-agent"),
+    component("examples/classifier-agent"),
+    component("tests/guests/probe"),
+    component("tests/guests/wrong-world"),
+    component("plugins/baseline"),
+    component("plugins/apo"),
 ];
+
+/// The directories of the component crates of [`GUESTS`].
+pub fn components() -> impl Iterator<Item = &'static str> {
+    GUESTS
+        .iter()
+        .filter(|guest| guest.kind == GuestKind::Component)
+        .map(|guest| guest.dir)
+}
 
 /// The repository root (two levels above this crate).
 pub fn repo_root() -> PathBuf {
@@ -55,15 +102,16 @@ pub fn component_path(target_dir: &Path, artifact: &str) -> PathBuf {
         .join(format!("{artifact}.wasm"))
 }
 
-/// Builds the guest crate in `crate_dir` (release, `wasm32-wasip2`) and returns its `.wasm` component.
-/// Cargo's output is kept and shown only when the build fails.
+/// Builds the guest crate in `crate_dir` (release, `wasm32-wasip2`) into the repository's shared
+/// [`guest_target_dir`] and returns its `.wasm` component. Cargo's output is kept and shown only
+/// when the build fails.
 pub fn build(crate_dir: &Path) -> Result<PathBuf, GuestBuildError> {
-    build_inner(crate_dir, false)
+    build_into(crate_dir, &guest_target_dir(), false)
 }
 
 /// [`build`], echoing cargo's progress to this process's stderr as it comes.
 pub fn build_echoing(crate_dir: &Path) -> Result<PathBuf, GuestBuildError> {
-    build_inner(crate_dir, true)
+    build_into(crate_dir, &guest_target_dir(), true)
 }
 
 /// Builds the guest crate at `relative` to the repository root (one of [`GUESTS`], say).
@@ -71,16 +119,19 @@ pub fn build_guest(relative: &str) -> Result<PathBuf, GuestBuildError> {
     build(&repo_root().join(relative))
 }
 
-/// Builds every crate of [`GUESTS`], in order; stops at the first failure.
+/// Builds every component crate of [`GUESTS`], in order; stops at the first failure.
 pub fn build_all() -> Result<Vec<PathBuf>, GuestBuildError> {
-    GUESTS.iter().map(|guest| build_guest(guest)).collect()
+    components().map(build_guest).collect()
 }
 
-/// Components built by this process, by canonical crate directory. Its lock is held for a whole
-/// build, so the calls of one process take turns.
-static BUILT: Mutex<Option<HashMap<PathBuf, PathBuf>>> = Mutex::new(None);
+/// Components built by this process, by (canonical crate directory, target directory). Its lock
+/// is held for a whole build, so the calls of one process take turns.
+static BUILT: Mutex<Option<HashMap<(PathBuf, PathBuf), PathBuf>>> = Mutex::new(None);
 
-fn build_inner(crate_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+/// Builds the guest crate in `crate_dir` with `target_dir` as cargo's target directory and returns
+/// the component's path inside it (`<target_dir>/wasm32-wasip2/release/<artifact>.wasm`). With
+/// `echo`, cargo's progress is copied to this process's stderr as it comes.
+pub fn build_into(crate_dir: &Path, target_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
     let manifest = crate_dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).map_err(|source| GuestBuildError::Manifest {
         crate_dir: crate_dir.to_path_buf(),
@@ -93,19 +144,19 @@ fn build_inner(crate_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError>
     let key = crate_dir.canonicalize().unwrap_or_else(|_| crate_dir.to_path_buf());
 
     let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(path) = built.as_ref().and_then(|map| map.get(&key)) {
+    let memo_key = (key.clone(), target_dir.to_path_buf());
+    if let Some(path) = built.as_ref().and_then(|map| map.get(&memo_key)) {
         return Ok(path.clone());
     }
-    let target_dir = guest_target_dir();
-    run_cargo(&key, &key.join("Cargo.toml"), &names.package, &target_dir, echo)?;
-    let path = component_path(&target_dir, &names.artifact);
+    run_cargo(&key, &key.join("Cargo.toml"), &names.package, target_dir, echo)?;
+    let path = component_path(target_dir, &names.artifact);
     if !path.is_file() {
         return Err(GuestBuildError::MissingArtifact {
             crate_name: names.package,
             path,
         });
     }
-    built.get_or_insert_with(HashMap::new).insert(key, path.clone());
+    built.get_or_insert_with(HashMap::new).insert(memo_key, path.clone());
     Ok(path)
 }
 
@@ -196,16 +247,25 @@ mod tests {
     }
 
     #[test]
-    fn every_listed_guest_is_a_standalone_cdylib_crate() {
+    fn every_listed_guest_is_a_standalone_crate() {
         for guest in GUESTS {
+            let text = std::fs::read_to_string(repo_root().join(guest.dir).join("Cargo.toml"))
+                .unwrap_or_else(|e| panic!("{}: {e}", guest.dir));
+            assert!(
+                text.lines().any(|l| l.trim() == "[workspace]"),
+                "{}: needs its own empty [workspace]",
+                guest.dir
+            );
+        }
+    }
+
+    #[test]
+    fn every_listed_component_is_a_cdylib_crate() {
+        for guest in components() {
             let manifest = repo_root().join(guest).join("Cargo.toml");
             let text = std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
             let names = crate_names(&text).unwrap_or_else(|| panic!("{guest}: no package name"));
             assert!(!names.artifact.contains('-'), "{guest}");
-            assert!(
-                text.lines().any(|l| l.trim() == "[workspace]"),
-                "{guest}: needs its own empty [workspace]"
-            );
             assert!(
                 text.contains("crate-type = [\"cdylib\"]"),
                 "{guest}: needs crate-type = [\"cdylib\"]"
@@ -215,8 +275,7 @@ mod tests {
 
     #[test]
     fn guest_artifact_names_are_unique() {
-        let mut artifacts: Vec<String> = GUESTS
-            .iter()
+        let mut artifacts: Vec<String> = components()
             .filter_map(|guest| std::fs::read_to_string(repo_root().join(guest).join("Cargo.toml")).ok())
             .filter_map(|text| crate_names(&text).map(|n| n.artifact))
             .collect();

@@ -1,21 +1,30 @@
 //! `agl-guest-build [CRATE_DIR...]`: builds guest crates into `wasm32-wasip2` components (every
-//! crate of `GUESTS` when no directory is given) and prints each component's path, one a line.
-//! Cargo's progress goes to stderr; the first failure stops the run with exit code 1.
+//! component crate of `GUESTS` when no directory is given) and prints each component's path, one a
+//! line. Cargo's progress goes to stderr; the first failure stops the run with exit code 1.
+//! `agl-guest-build --list` prints every guest crate directory instead (CI's list of guests).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agl_guest_build::{GUESTS, build_echoing, repo_root};
+use agl_guest_build::{GUESTS, build_echoing, components, repo_root};
 
 const USAGE: &str = "usage: agl-guest-build [CRATE_DIR...]\n\
+    \x20      agl-guest-build --list\n\
     Builds guest crates for wasm32-wasip2 (release) into <repo>/target/wasm-guests and prints the\n\
-    path of each .wasm component. Without CRATE_DIR, builds every guest crate of the repository.\n\
-    A CRATE_DIR is taken relative to the current directory, else to the repository root.";
+    path of each .wasm component. Without CRATE_DIR, builds every component crate of the repository.\n\
+    A CRATE_DIR is taken relative to the current directory, else to the repository root.\n\
+    --list prints the directory of every guest crate of the repository (SDKs too), one a line.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|arg| arg == "-h" || arg == "--help") {
         println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    if args == ["--list"] {
+        for guest in GUESTS {
+            println!("{}", guest.dir);
+        }
         return ExitCode::SUCCESS;
     }
     if let Some(flag) = args.iter().find(|arg| arg.starts_with('-')) {
@@ -24,7 +33,7 @@ fn main() -> ExitCode {
     }
     let root = repo_root();
     let dirs: Vec<PathBuf> = if args.is_empty() {
-        GUESTS.iter().map(|guest| root.join(guest)).collect()
+        components().map(|guest| root.join(guest)).collect()
     } else {
         args.iter()
             .map(|arg| resolve_crate_dir(Path::new(arg), &root))

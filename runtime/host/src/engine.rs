@@ -176,9 +176,10 @@ impl WasmHost {
         };
         let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
         let pre = AgentPre::new(pre).map_err(wrong_world)?;
+        let imports = self.import_names(&component);
         Ok(AgentComponent::new(
             pre,
-            Loaded::new(name.to_owned(), policy, compiled, compile_time),
+            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports),
         ))
     }
 
@@ -204,10 +205,20 @@ impl WasmHost {
         };
         let pre = self.algorithm_linker.instantiate_pre(&component).map_err(wrong_world)?;
         let pre = AlgorithmPre::new(pre).map_err(wrong_world)?;
+        let imports = self.import_names(&component);
         Ok(AlgorithmComponent::new(
             pre,
-            Loaded::new(name.to_owned(), policy, compiled, compile_time),
+            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports),
         ))
+    }
+
+    /// The names of a component's imports.
+    fn import_names(&self, component: &Component) -> Vec<String> {
+        component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect()
     }
 
     /// Checks a policy against the engine's limits and compiles (or loads) the component.

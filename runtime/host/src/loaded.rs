@@ -15,15 +15,27 @@ pub struct Loaded {
     pub(crate) policy: SandboxPolicy,
     compiled: Compiled,
     compile_time: Duration,
+    /// The names of the component's imports (e.g. `agl:agent/llm@0.1.0`).
+    imports: Vec<String>,
 }
 
+/// The LLM interface of the `agl:agent` package, without its version.
+const LLM_INTERFACE: &str = "agl:agent/llm";
+
 impl Loaded {
-    pub(crate) fn new(name: String, policy: SandboxPolicy, compiled: Compiled, compile_time: Duration) -> Self {
+    pub(crate) fn new(
+        name: String,
+        policy: SandboxPolicy,
+        compiled: Compiled,
+        compile_time: Duration,
+        imports: Vec<String>,
+    ) -> Self {
         Self {
             name,
             policy,
             compiled,
             compile_time,
+            imports,
         }
     }
 
@@ -33,6 +45,18 @@ impl Loaded {
 
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
+    }
+
+    /// The names of the component's imports, as its type lists them.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Whether the component imports the LLM interface (so its runs need an LLM backend).
+    pub fn uses_llm(&self) -> bool {
+        self.imports
+            .iter()
+            .any(|name| name == LLM_INTERFACE || name.strip_prefix(LLM_INTERFACE).is_some_and(|v| v.starts_with('@')))
     }
 
     /// Whether the compiled code came from the cache, and how long loading took.

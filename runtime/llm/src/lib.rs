@@ -3,7 +3,7 @@
 //! - [`LlmBackend`]: the async trait the runtime calls, with the provider-neutral [`types`];
 //! - [`OpenAiBackend`]: any OpenAI-compatible HTTP server, with timeouts and retries;
 //! - [`ScriptedBackend`]: offline, deterministic answers from a JSON rules file;
-//! - `server` (feature `server`): an OpenAI-compatible HTTP front for any backend, with a
+//! - [`server`]: an OpenAI-compatible HTTP front for any backend, with a
 //!   fault-injection hook for tests.
 
 pub mod backend;
@@ -11,7 +11,6 @@ pub mod error;
 pub mod openai;
 mod retry;
 pub mod scripted;
-#[cfg(feature = "server")]
 pub mod server;
 pub mod types;
 mod wire;
@@ -22,6 +21,5 @@ pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use scripted::{
     ScriptedBackend, ScriptedCondition, ScriptedReply, ScriptedRule, ScriptedRules, ScriptedToolCall, ScriptedUsage,
 };
-#[cfg(feature = "server")]
 pub use server::{Fault, Faults, ServerHandle, serve, serve_with_faults};
 pub use types::{ChatRequest, ChatResponse, Message, Role, Tool, ToolCall, Usage};

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{ChatRequest, ChatResponse, ToolCall, Usage};
-#[cfg(feature = "server")]
 use crate::{Message, Role, Tool};
 
 /// Body of `POST /chat/completions`.
@@ -128,13 +127,11 @@ pub(crate) struct WireUsage {
 }
 
 /// `{"error": {"message": ..., "type": ...}}`
-#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WireErrorBody {
     pub error: WireError,
 }
 
-#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WireError {
     pub message: String,
@@ -223,7 +220,6 @@ impl WireRequest {
     }
 
     /// The request a server received; an error message when a role is unknown.
-    #[cfg(feature = "server")]
     pub fn into_chat(self) -> Result<ChatRequest, String> {
         let messages = self
             .messages
@@ -272,7 +268,6 @@ impl WireRequest {
 
 impl WireResponse {
     /// The body a server sends for `response`.
-    #[cfg(feature = "server")]
     pub fn from_chat(response: &ChatResponse, id: String, created: u64) -> Self {
         let tool_calls = (!response.tool_calls.is_empty()).then(|| {
             response
@@ -434,7 +429,6 @@ mod tests {
         assert_eq!(empty.into_chat("m"), Err("no choices".to_owned()));
     }
 
-    #[cfg(feature = "server")]
     #[test]
     fn server_side_request_accepts_variants() {
         let wire: WireRequest = serde_json::from_value(json!({

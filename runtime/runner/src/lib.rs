@@ -14,7 +14,7 @@ mod shutdown;
 mod trainer;
 
 pub use hooks::{Hook, HookContext};
-pub use report::{RunReport, SplitReport};
+pub use report::{FailedRollout, FailureReason, RunReport, SplitReport};
 pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions};
 pub use shutdown::Shutdown;
-pub use trainer::{FitReport, FitRequest, FitStatus, RemoteRunners, Trainer, TrainerError, TrainerOptions};
+pub use trainer::{FitReport, FitRequest, FitStatus, RemoteRunners, Runners, Trainer, TrainerError, TrainerOptions};

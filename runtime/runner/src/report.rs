@@ -1,8 +1,9 @@
 //! What a run did, read back from the store: per split, how many rollouts ended how, how many
 //! were retried, and the mean final reward (from the spans, through the adapter; a failed or
-//! missing reward counts as 0, as Agent-lightning's algorithms score them).
+//! missing reward counts as 0, as Agent-lightning's algorithms score them); and every failed
+//! rollout with the reason its last attempt failed, so that a user sees why.
 
-use agl_store::{LightningStore, Mode, RolloutQuery, RolloutStatus, SpanQuery, StoreError};
+use agl_store::{Attempt, AttemptStatus, LightningStore, Mode, RolloutQuery, RolloutStatus, SpanQuery, StoreError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -31,6 +32,44 @@ pub struct SplitReport {
 pub struct RunReport {
     pub splits: BTreeMap<String, SplitReport>,
     pub total: SplitReport,
+    /// Every rollout that ended `failed`, in the store's order.
+    pub failures: Vec<FailedRollout>,
+}
+
+/// A rollout that failed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedRollout {
+    pub rollout_id: String,
+    /// Its split (`train`, `val`, `test`, `none`).
+    pub mode: &'static str,
+    /// Attempts it had.
+    pub attempts: u32,
+    /// Why its last attempt failed, as its runner recorded it (or the watchdog's verdict).
+    pub reason: String,
+}
+
+/// One failure reason and how many failed rollouts gave it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailureReason {
+    pub reason: String,
+    pub count: u64,
+}
+
+/// Why a failed rollout's last attempt failed: its runner's reason, else its status.
+fn failure_reason(attempt: Option<&Attempt>) -> String {
+    let Some(attempt) = attempt else {
+        return "failed before any attempt ran".to_owned();
+    };
+    if let Some(reason) = agl_wasm::algorithm::attempt_failure(attempt) {
+        return reason;
+    }
+    match attempt.status {
+        AttemptStatus::Timeout => "the attempt timed out (the store's watchdog: timeout_seconds)".to_owned(),
+        AttemptStatus::Unresponsive => {
+            "the runner stopped sending heartbeats (the store's watchdog: unresponsive_seconds)".to_owned()
+        }
+        status => format!("the attempt ended {status:?} with no reason recorded").to_lowercase(),
+    }
 }
 
 #[derive(Default)]
@@ -87,6 +126,7 @@ impl RunReport {
     pub async fn collect(store: &dyn LightningStore) -> Result<Self, StoreError> {
         let mut splits: BTreeMap<&'static str, Tally> = BTreeMap::new();
         let mut total = Tally::default();
+        let mut failures = Vec::new();
         let mut offset = 0;
         loop {
             let page = store
@@ -109,6 +149,14 @@ impl RunReport {
                     .or_default()
                     .add(rollout.status, attempts, reward);
                 total.add(rollout.status, attempts, reward);
+                if rollout.status == RolloutStatus::Failed {
+                    failures.push(FailedRollout {
+                        rollout_id: rollout.rollout_id.clone(),
+                        mode: split_name(rollout.mode),
+                        attempts,
+                        reason: failure_reason(view.attempt.as_ref()),
+                    });
+                }
             }
             offset += fetched as i64;
             if fetched == 0 || offset as u64 >= page.total {
@@ -121,7 +169,28 @@ impl RunReport {
                 .map(|(name, t)| (name.to_owned(), t.finish()))
                 .collect(),
             total: total.finish(),
+            failures,
         })
+    }
+
+    /// The distinct failure reasons with their counts, most frequent first (ties: first seen).
+    pub fn failure_reasons(&self) -> Vec<FailureReason> {
+        let mut reasons: Vec<FailureReason> = Vec::new();
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for failure in &self.failures {
+            match index.get(failure.reason.as_str()) {
+                Some(&at) => reasons[at].count += 1,
+                None => {
+                    index.insert(&failure.reason, reasons.len());
+                    reasons.push(FailureReason {
+                        reason: failure.reason.clone(),
+                        count: 1,
+                    });
+                }
+            }
+        }
+        reasons.sort_by_key(|reason| std::cmp::Reverse(reason.count));
+        reasons
     }
 }
 
@@ -142,6 +211,45 @@ mod tests {
         assert_eq!(report.retried, 2);
         assert_eq!(report.mean_reward, 0.25);
         assert_eq!(report.mean_reward_succeeded, Some(1.0));
+    }
+
+    fn failed(reason: &str) -> FailedRollout {
+        FailedRollout {
+            rollout_id: format!("ro-{reason}"),
+            mode: "train",
+            attempts: 1,
+            reason: reason.to_owned(),
+        }
+    }
+
+    #[test]
+    fn failure_reasons_are_counted_most_frequent_first() {
+        let report = RunReport {
+            failures: ["b", "a", "b", "c", "a", "b"].map(failed).to_vec(),
+            ..RunReport::default()
+        };
+        let reasons: Vec<(String, u64)> = report
+            .failure_reasons()
+            .into_iter()
+            .map(|r| (r.reason, r.count))
+            .collect();
+        assert_eq!(reasons, [("b".to_owned(), 3), ("a".to_owned(), 2), ("c".to_owned(), 1)]);
+    }
+
+    #[test]
+    fn a_failure_without_a_recorded_reason_names_the_watchdog_or_the_status() {
+        let mut attempt: Attempt = serde_json::from_value(serde_json::json!({
+            "rollout_id": "ro-1", "attempt_id": "at-1", "sequence_id": 1, "start_time": 1.0,
+            "status": "timeout"
+        }))
+        .expect("an attempt");
+        assert!(failure_reason(Some(&attempt)).contains("timed out"));
+        attempt.status = AttemptStatus::Unresponsive;
+        assert!(failure_reason(Some(&attempt)).contains("heartbeats"));
+        attempt.metadata =
+            Some(serde_json::from_value(serde_json::json!({"failure": "the agent panicked"})).expect("map"));
+        assert_eq!(failure_reason(Some(&attempt)), "the agent panicked");
+        assert_eq!(failure_reason(None), "failed before any attempt ran");
     }
 
     #[test]

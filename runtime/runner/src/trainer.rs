@@ -1,8 +1,9 @@
-//! The shared-memory execution strategy: publish the initial resources, start N runners on the
-//! store, run the algorithm component on this task, and when it ends let the runners drain (finish
-//! what they run, take nothing new) and stop. A graceful stop aborts the algorithm and gives the
-//! runners `grace` to finish; a forced stop (or the grace running out) abandons running attempts.
-//! An agent can only fail its own attempt; a panicking runner task is logged, not propagated.
+//! The trainer: publish the initial resources, start the runners (shared-memory: N runners on the
+//! store in this process; or runners elsewhere), run the algorithm component on this task, and when
+//! it ends let the runners drain (finish what they run, take nothing new) and stop. A graceful stop
+//! aborts the algorithm and gives the runners `grace` to finish; a forced stop (or the grace
+//! running out) abandons running attempts. An agent can only fail its own attempt; a panicking
+//! runner task is logged, not propagated.
 
 use crate::hooks::Hook;
 use crate::runner::{Runner, RunnerOptions};
@@ -17,39 +18,45 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::task::JoinSet;
 
-/// Runners outside this process (the client-server strategy): the trainer starts none itself and
-/// stops these when the algorithm ends or the run is stopped.
+/// Runners outside this process (the client-server strategy's runner processes, or runners on
+/// other machines): the trainer starts none itself and stops these when the algorithm ends or the
+/// run is stopped.
 #[async_trait::async_trait]
 pub trait RemoteRunners: Send + Sync {
     /// Asks them to stop (finishing what they run), waits up to `grace` — less when `forced`
-    /// fires — then stops them for good. Returns whether it had to.
+    /// fires — then stops them for good. Returns whether it had to. Runners this run does not own
+    /// (`agl-host run --store URL`) are left running: nothing to do.
     async fn stop(&self, grace: Duration, forced: &Shutdown) -> bool;
+}
+
+/// Who executes the rollouts the algorithm enqueues.
+#[derive(Clone)]
+pub enum Runners {
+    /// `count` (≥ 1) runners in this process, on the trainer's store, running `agent`.
+    Local { agent: Arc<AgentComponent>, count: usize },
+    /// Runners elsewhere, reading the same store (over HTTP).
+    Remote(Arc<dyn RemoteRunners>),
 }
 
 /// How the trainer runs.
 #[derive(Clone)]
 pub struct TrainerOptions {
-    /// Runners in this process (≥ 1).
-    pub runners: usize,
-    /// After a graceful stop, how long running attempts may take before they are abandoned.
+    /// After a graceful stop, how long running attempts may take before they are abandoned; after
+    /// the algorithm ends, how long remote runners may take to stop.
     pub grace: Duration,
     pub runner: RunnerOptions,
     /// How often buffered spans are flushed to the store.
     pub span_flush_interval: Duration,
     pub hooks: Arc<[Arc<dyn Hook>]>,
-    /// Client-server: the runners are other processes (`runners` is then not used here).
-    pub remote: Option<Arc<dyn RemoteRunners>>,
 }
 
 impl Default for TrainerOptions {
     fn default() -> Self {
         Self {
-            runners: 1,
             grace: Duration::from_secs(10),
             runner: RunnerOptions::default(),
             span_flush_interval: Duration::from_millis(100),
             hooks: Arc::new([]),
-            remote: None,
         }
     }
 }
@@ -96,7 +103,7 @@ pub struct FitReport {
 
 pub struct Trainer {
     store: Arc<dyn LightningStore>,
-    agent: Arc<AgentComponent>,
+    runners: Runners,
     algorithm: Arc<AlgorithmComponent>,
     llm: Arc<dyn LlmBackend>,
     observer: Arc<dyn AlgorithmObserver>,
@@ -106,7 +113,7 @@ pub struct Trainer {
 impl Trainer {
     pub fn new(
         store: Arc<dyn LightningStore>,
-        agent: Arc<AgentComponent>,
+        runners: Runners,
         algorithm: Arc<AlgorithmComponent>,
         llm: Arc<dyn LlmBackend>,
         observer: Arc<dyn AlgorithmObserver>,
@@ -114,7 +121,7 @@ impl Trainer {
     ) -> Self {
         Self {
             store,
-            agent,
+            runners,
             algorithm,
             llm,
             observer,
@@ -135,24 +142,21 @@ impl Trainer {
         let runner_stop = shutdown.child();
         let mut runners = JoinSet::new();
         let mut counters = Vec::new();
-        let local_runners = if self.options.remote.is_some() {
-            0
-        } else {
-            self.options.runners.max(1)
-        };
-        for index in 0..local_runners {
-            let runner = Runner::new(
-                format!("runner-{index}"),
-                self.store.clone(),
-                self.agent.clone(),
-                self.llm.clone(),
-                recorder.clone(),
-            )
-            .with_hooks(self.options.hooks.clone())
-            .with_options(self.options.runner.clone());
-            counters.push(runner.counters());
-            let stop = runner_stop.clone();
-            runners.spawn(async move { runner.run(&stop).await });
+        if let Runners::Local { agent, count } = &self.runners {
+            for index in 0..(*count).max(1) {
+                let runner = Runner::new(
+                    format!("runner-{index}"),
+                    self.store.clone(),
+                    agent.clone(),
+                    self.llm.clone(),
+                    recorder.clone(),
+                )
+                .with_hooks(self.options.hooks.clone())
+                .with_options(self.options.runner.clone());
+                counters.push(runner.counters());
+                let stop = runner_stop.clone();
+                runners.spawn(async move { runner.run(&stop).await });
+            }
         }
 
         let algorithm_run = self.algorithm.run(AlgorithmRequest {
@@ -187,7 +191,7 @@ impl Trainer {
         Ok(FitReport {
             status,
             algorithm,
-            attempts: self.options.remote.is_none().then(|| {
+            attempts: matches!(self.runners, Runners::Local { .. }).then(|| {
                 (
                     counters.iter().map(|c| c.succeeded()).sum(),
                     counters.iter().map(|c| c.failed()).sum(),
@@ -199,7 +203,8 @@ impl Trainer {
     }
 
     /// Waits for the draining runners; forces them on a forced shutdown, or when an interrupted
-    /// run's grace period is over. Returns whether it had to force.
+    /// run's grace period is over. Remote runners are asked to stop (they get the grace period).
+    /// Returns whether it had to force.
     async fn wait_for_runners(
         &self,
         runners: &mut JoinSet<()>,
@@ -207,6 +212,9 @@ impl Trainer {
         shutdown: &Shutdown,
         interrupted: bool,
     ) -> bool {
+        if let Runners::Remote(remote) = &self.runners {
+            return remote.stop(self.options.grace, shutdown).await;
+        }
         let grace = async {
             if interrupted {
                 tokio::time::sleep(self.options.grace).await;

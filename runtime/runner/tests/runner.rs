@@ -2,7 +2,9 @@
 //! in-memory store: hook order, step(), heartbeats, missing resources, a whole fit.
 
 use agl_llm::ScriptedBackend;
-use agl_runner::{FitRequest, FitStatus, Hook, HookContext, Runner, RunnerOptions, Shutdown, Trainer, TrainerOptions};
+use agl_runner::{
+    FitRequest, FitStatus, Hook, HookContext, Runner, RunnerOptions, Runners, Shutdown, Trainer, TrainerOptions,
+};
 use agl_store::{
     AttemptStatus, EnqueueRolloutRequest, InMemoryLightningStore, LightningStore, Mode, NamedResources, RolloutStatus,
 };
@@ -182,14 +184,14 @@ async fn a_fit_runs_the_baseline_with_two_runners_to_completion() {
     let observer = Arc::new(RecordingObserver::default());
     let trainer = Trainer::new(
         store.clone(),
-        probe(),
+        Runners::Local {
+            agent: probe(),
+            count: 2,
+        },
         Arc::new(algorithm),
         llm(),
         observer.clone(),
-        TrainerOptions {
-            runners: 2,
-            ..TrainerOptions::default()
-        },
+        TrainerOptions::default(),
     );
     let task = |value: f64| json!({"do": "reward", "value": value}).to_string();
     let request = FitRequest {

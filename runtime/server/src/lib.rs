@@ -1,11 +1,12 @@
 //! Agent-lightning 0.3.0's LightningStore HTTP API, served by axum over any
 //! `Arc<dyn LightningStore>`.
 //!
-//! Routes, JSON shapes and status codes follow 0.3.0's server (`/v1/agl/...`, see
-//! `shared/reference/agentlightning-0.3-wire/`), so 0.3.0's Python `LightningStoreClient` can drive
-//! our store. Where 0.3.0 answered an unknown id with a 500 (which its client retries), we answer
-//! a 4xx or `null`. The server binds loopback by default, can require a bearer token, bounds
-//! request bodies and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
+//! Routes, JSON shapes and status codes follow 0.3.0's server (`/v1/agl/...`; the exchanges
+//! captured from it are in the repository's `tests/fixtures/agentlightning-0.3/`, replayed by
+//! this crate's `tests/golden.rs`), so 0.3.0's Python `LightningStoreClient` can drive our store.
+//! Where 0.3.0 answered an unknown id with a 500 (which its client retries), we answer a 4xx or
+//! `null`. The server binds loopback by default, can require a bearer token, bounds request
+//! bodies and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
 //! (OTLP/HTTP) is served too, by `agl_otlp`.
 //!
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port

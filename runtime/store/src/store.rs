@@ -1,6 +1,7 @@
 //! The `LightningStore` trait: the whole Agent-lightning 0.3.0 store API, async.
-//! Backends (in-memory here; SQL and the HTTP client later) implement persistence and share the
-//! status machine in [`crate::rules`]. Algorithms and runners depend on this trait only.
+//! Backends implement it — the in-memory one here (`crate::memory`), the HTTP client in
+//! `agl-client` — and share the status machine in [`crate::rules`]. Algorithms and runners depend
+//! on this trait only.
 
 use crate::error::StoreResult;
 use crate::model::*;

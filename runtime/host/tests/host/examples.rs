@@ -2,11 +2,9 @@
 //! real OpenAI-compatible HTTP server on loopback; their spans land in the store with the right
 //! parents, names and attributes.
 
-mod common;
-
+use crate::common::*;
 use agl_llm::{OpenAiBackend, OpenAiConfig, ScriptedBackend, serve};
 use agl_wasm::*;
-use common::*;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -222,4 +220,20 @@ fn fastrand_u64() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
+}
+
+#[test]
+fn a_component_says_whether_it_uses_the_llm() {
+    // The CLI refuses a run whose components use the LLM when none is configured.
+    let math = load("examples/math-agent", SandboxPolicy::default());
+    assert!(math.uses_llm(), "{:?}", math.imports());
+    assert!(math.imports().iter().any(|i| i.starts_with("agl:agent/reward")));
+    let apo = host()
+        .load_algorithm(&guest("plugins/apo"), SandboxPolicy::algorithm_defaults())
+        .expect("apo loads");
+    assert!(apo.uses_llm(), "{:?}", apo.imports());
+    let baseline = host()
+        .load_algorithm(&guest("plugins/baseline"), SandboxPolicy::algorithm_defaults())
+        .expect("baseline loads");
+    assert!(!baseline.uses_llm(), "{:?}", baseline.imports());
 }

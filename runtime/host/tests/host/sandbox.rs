@@ -2,11 +2,9 @@
 //! each attack ends its attempt as denied or failed with a clear reason, and the same host then
 //! runs a normal rollout correctly.
 
-mod common;
-
+use crate::common::*;
 use agl_store::AttemptStatus;
 use agl_wasm::*;
-use common::*;
 use serde_json::json;
 use std::time::Duration;
 

@@ -1,8 +1,6 @@
 //! Shared setup of the host's integration tests: guests built once per test binary, one engine,
 //! and a helper that runs one attempt against a fresh in-memory store and returns its spans.
 
-#![allow(dead_code)]
-
 use agl_llm::{LlmBackend, ScriptedBackend};
 use agl_store::*;
 use agl_wasm::*;
