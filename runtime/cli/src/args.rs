@@ -1,5 +1,6 @@
-//! The command line: `agl-host run`, `dev`, `store` and `runner`, their flags and their help text
-//! (examples are kept verbatim, so that they can be pasted).
+//! The command line: `agl-host run`, `dev`, `store` and `runner`, their flags and their help text.
+//! The subcommands' help is neither reflowed nor wrapped (`verbatim_doc_comment`, `term_width =
+//! 0`), so that an example command stays on one line and can be pasted.
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -60,14 +61,14 @@ pub enum Command {
     /// the agent:
     ///
     ///   agl-host run --store http://10.0.0.5:4747 --algo apo --train train.jsonl --val val.jsonl --resources seed.json --llm-endpoint http://127.0.0.1:8000/v1 --llm-model my-model
-    #[command(after_long_help = after_long_help(), verbatim_doc_comment)]
+    #[command(after_long_help = after_long_help(), verbatim_doc_comment, term_width = 0)]
     Run(RunArgs),
     /// Try an agent: run every task once with the baseline algorithm and report mean rewards.
     ///
     /// Example (from the agl-host repository):
     ///
     ///   agl-host dev --agent examples/math-agent --train examples/math-agent/data/val.jsonl --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
-    #[command(after_long_help = after_long_help(), verbatim_doc_comment)]
+    #[command(after_long_help = after_long_help(), verbatim_doc_comment, term_width = 0)]
     Dev(DevArgs),
     /// Serve a LightningStore over HTTP (Agent-lightning 0.3.0's wire API, plus OTLP at /v1/traces).
     ///
@@ -75,14 +76,14 @@ pub enum Command {
     /// Agent-lightning's Python client can use it. Example:
     ///
     ///   agl-host store --host 0.0.0.0 --port 4747 --token secret
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, term_width = 0)]
     Store(StoreArgs),
     /// Run rollouts from a remote store with an agent component, until stopped (Ctrl-C or SIGTERM).
     ///
     /// One line per finished rollout is printed. Example:
     ///
     ///   agl-host runner --store http://10.0.0.5:4747 --token secret --agent agent.wasm --runners 4 --llm-script rules.json
-    #[command(after_long_help = EXIT_CODES, verbatim_doc_comment)]
+    #[command(after_long_help = EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Runner(RunnerArgs),
 }
 

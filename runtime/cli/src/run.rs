@@ -64,15 +64,15 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         .transpose()?;
     let fuel = agent_plan.as_ref().is_some_and(|plan| plan.policy.fuel.is_some());
     let host = components::engine(fuel, u32::from(common.runners) + 16)?;
-    let agent = match &agent_plan {
-        Some(plan) => {
-            let agent = components::load_agent(&host, plan)?;
-            components::require_llm(&agent, "agent", &common.llm)?;
-            Some(agent)
-        }
-        None => None,
-    };
+    let agent = agent_plan
+        .as_ref()
+        .map(|plan| components::load_agent(&host, plan))
+        .transpose()?;
     let algorithm = components::load_algorithm(&host, &algo_source, &overrides)?;
+    // Both fit their worlds; now, can they run?
+    if let Some(agent) = &agent {
+        components::require_llm(agent, "agent", &common.llm)?;
+    }
     components::require_llm(&algorithm, "algorithm", &common.llm)?;
     let agent_name = match (&agent_plan, &target) {
         (Some(plan), _) => file_name(&plan.path),

@@ -222,10 +222,13 @@ impl Trainer {
                 std::future::pending::<()>().await;
             }
         };
+        // A forced stop wins over runners that have just drained: they drained because of it
+        // (each abandons its attempt on the same signal), and the report must say so.
         let drained = tokio::select! {
-            _ = join_all(runners) => true,
+            biased;
             _ = shutdown.forced() => false,
             _ = grace => false,
+            _ = join_all(runners) => true,
         };
         if !drained {
             runner_stop.force();

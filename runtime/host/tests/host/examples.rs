@@ -227,7 +227,11 @@ fn a_component_says_whether_it_uses_the_llm() {
     // The CLI refuses a run whose components use the LLM when none is configured.
     let math = load("examples/math-agent", SandboxPolicy::default());
     assert!(math.uses_llm(), "{:?}", math.imports());
-    assert!(math.imports().iter().any(|i| i.starts_with("agl:agent/reward")));
+    assert!(
+        math.imports().iter().any(|i| i.starts_with("agl:agent/resources@")),
+        "{:?}",
+        math.imports()
+    );
     let apo = host()
         .load_algorithm(&guest("plugins/apo"), SandboxPolicy::algorithm_defaults())
         .expect("apo loads");
