@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 
-pub use cache::{build_cached, cached_component_path};
+pub use cache::build_cached;
 pub use error::GuestBuildError;
 pub use manifest::{CrateNames, crate_names};
 
@@ -132,31 +132,56 @@ static BUILT: Mutex<Option<HashMap<(PathBuf, PathBuf), PathBuf>>> = Mutex::new(N
 /// the component's path inside it (`<target_dir>/wasm32-wasip2/release/<artifact>.wasm`). With
 /// `echo`, cargo's progress is copied to this process's stderr as it comes.
 pub fn build_into(crate_dir: &Path, target_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+    let names = read_names(crate_dir)?;
+    let key = canonical(crate_dir);
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    let memo_key = (key.clone(), target_dir.to_path_buf());
+    if let Some(path) = built.as_ref().and_then(|map| map.get(&memo_key)) {
+        return Ok(path.clone());
+    }
+    let path = build_now(&key, &names, target_dir, echo)?;
+    built.get_or_insert_with(HashMap::new).insert(memo_key, path.clone());
+    Ok(path)
+}
+
+/// The package and artifact names of the guest crate in `crate_dir`.
+pub(crate) fn read_names(crate_dir: &Path) -> Result<CrateNames, GuestBuildError> {
     let manifest = crate_dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).map_err(|source| GuestBuildError::Manifest {
         crate_dir: crate_dir.to_path_buf(),
         manifest: manifest.clone(),
         source,
     })?;
-    let names = crate_names(&text).ok_or_else(|| GuestBuildError::NoPackageName {
-        manifest: manifest.clone(),
-    })?;
-    let key = crate_dir.canonicalize().unwrap_or_else(|_| crate_dir.to_path_buf());
+    crate_names(&text).ok_or(GuestBuildError::NoPackageName { manifest })
+}
 
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    let memo_key = (key.clone(), target_dir.to_path_buf());
-    if let Some(path) = built.as_ref().and_then(|map| map.get(&memo_key)) {
-        return Ok(path.clone());
-    }
-    run_cargo(&key, &key.join("Cargo.toml"), &names.package, target_dir, echo)?;
+/// `dir` with symlinks and `..` resolved, when it exists.
+pub(crate) fn canonical(dir: &Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// Runs cargo for the crate in `crate_dir` (named `names`) and returns its component's path in
+/// `target_dir`, whatever this process built before.
+pub(crate) fn build_now(
+    crate_dir: &Path,
+    names: &CrateNames,
+    target_dir: &Path,
+    echo: bool,
+) -> Result<PathBuf, GuestBuildError> {
+    run_cargo(
+        crate_dir,
+        &crate_dir.join("Cargo.toml"),
+        &names.package,
+        target_dir,
+        echo,
+    )?;
     let path = component_path(target_dir, &names.artifact);
     if !path.is_file() {
         return Err(GuestBuildError::MissingArtifact {
-            crate_name: names.package,
+            crate_name: names.package.clone(),
             path,
         });
     }
-    built.get_or_insert_with(HashMap::new).insert(memo_key, path.clone());
     Ok(path)
 }
 
