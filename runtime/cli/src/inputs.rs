@@ -114,19 +114,35 @@ fn path_source(path: &Path, role: &str, hint: &str) -> Result<ComponentSource, I
 mod tests {
     use super::*;
 
-    fn temp_file(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("agl-cli-inputs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join(name);
-        std::fs::write(&path, text).expect("write");
-        path
+    /// A scratch folder for one test, removed when the test ends.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(test: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("agl-cli-{test}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            Self(dir)
+        }
+
+        fn file(&self, name: &str, text: &str) -> PathBuf {
+            let path = self.0.join(name);
+            std::fs::write(&path, text).expect("write");
+            path
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     #[test]
     fn a_dataset_skips_blank_lines_and_names_a_bad_line() {
-        let good = temp_file("good.jsonl", "{\"a\": 1}\n\n  \n[2]\n");
+        let scratch = Scratch::new("datasets");
+        let good = scratch.file("good.jsonl", "{\"a\": 1}\n\n  \n[2]\n");
         assert_eq!(read_dataset(&good).expect("reads"), ["{\"a\":1}", "[2]"]);
-        let bad = temp_file("bad.jsonl", "{\"a\": 1}\n{oops\n");
+        let bad = scratch.file("bad.jsonl", "{\"a\": 1}\n{oops\n");
         let error = read_dataset(&bad).unwrap_err().0;
         assert!(error.contains("bad.jsonl:2: not a JSON value"), "{error}");
     }
@@ -134,7 +150,8 @@ mod tests {
     #[test]
     fn the_algorithm_config_must_be_an_object() {
         assert_eq!(read_algorithm_config(None).expect("default"), "{}");
-        let list = temp_file("list.json", "[1]");
+        let scratch = Scratch::new("config");
+        let list = scratch.file("list.json", "[1]");
         assert!(
             read_algorithm_config(Some(&list))
                 .unwrap_err()
@@ -155,8 +172,9 @@ mod tests {
             algorithm_source(Path::new("apo")),
             Ok(ComponentSource::Builtin(BuiltinAlgorithm { name: "apo", .. }))
         ));
-        let dir = temp_file("algo.wasm", "not checked here");
-        assert!(matches!(algorithm_source(&dir), Ok(ComponentSource::File(_))));
+        let scratch = Scratch::new("algorithm-path");
+        let file = scratch.file("algo.wasm", "not checked here");
+        assert!(matches!(algorithm_source(&file), Ok(ComponentSource::File(_))));
         let error = algorithm_source(Path::new("apoo")).unwrap_err().0;
         assert_eq!(
             error,

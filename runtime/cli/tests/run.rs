@@ -18,8 +18,11 @@ fn component(crate_dir: &str) -> PathBuf {
     agl_guest_build::build_guest(crate_dir).unwrap_or_else(|e| panic!("building {crate_dir}: {e}"))
 }
 
+/// A fresh scratch folder under the build's own `target/tmp` (not the system's `/tmp`, which a
+/// test run would otherwise litter), emptied of whatever an earlier run left there.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agl-cli-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agl-cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
@@ -972,8 +975,7 @@ fn copy_example(from: &str, dir: &Path, name: &str) {
 
 #[test]
 fn the_installed_binary_runs_the_builtin_algorithms_from_an_empty_directory_without_a_toolchain() {
-    let base = std::env::temp_dir().join(format!("agl-install-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
+    let base = temp_dir("install");
     let (root, home, empty_path, work) = (
         base.join("root"),
         base.join("home"),
