@@ -21,8 +21,9 @@ mod engine;
 mod error;
 mod imports;
 mod loaded;
+/// The sandbox policy (its own crate, `agl-policy`, so that parsing it needs no wasmtime).
+pub use agl_policy as policy;
 pub mod output;
-pub mod policy;
 pub mod prompt;
 mod sandbox;
 pub mod spans;
