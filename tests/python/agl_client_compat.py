@@ -531,6 +531,25 @@ async def otlp_export(client: LightningStoreClient, url: str) -> None:
     assert rollout is not None and rollout.status == "running", f"OTLP spans are heartbeats too: {rollout!r}"
 
 
+@check
+async def unknown_ids_accepted_as_0_3_0_does(client: LightningStoreClient, url: str) -> None:
+    """0.3.0 stores any resources_id without a lookup and issues span sequence ids for any
+    rollout id (agentlightning/store/collection_based.py): so does agl-host (with a warning)."""
+    queued = await client.enqueue_rollout(input={"q": "unknown-resources"}, resources_id="rs-compat-nowhere")
+    expect_equal(queued.resources_id, "rs-compat-nowhere", "enqueue_rollout keeps an unknown resources_id")
+    updated = await client.update_rollout(queued.rollout_id, resources_id="rs-compat-elsewhere", status="cancelled")
+    expect_equal(updated.resources_id, "rs-compat-elsewhere", "update_rollout takes an unknown resources_id")
+    started = await client.start_rollout(input={"q": "unknown-resources"}, resources_id="rs-compat-nowhere")
+    expect_equal(started.resources_id, "rs-compat-nowhere", "start_rollout keeps an unknown resources_id")
+    await client.update_rollout(started.rollout_id, status="cancelled")
+
+    first = await client.get_next_span_sequence_id("ro-compat-nowhere", "at-compat-nowhere")
+    second = await client.get_next_span_sequence_id("ro-compat-nowhere", "at-compat-other")
+    expect_equal((first, second), (1, 2), "span sequence ids of an unknown rollout count from 1")
+    stray = await client.get_next_span_sequence_id(started.rollout_id, "at-compat-nowhere")
+    expect_equal(stray, 1, "an unknown attempt draws from its rollout's counter")
+
+
 # ---------------------------------------------------------------- main
 
 

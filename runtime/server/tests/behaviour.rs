@@ -317,6 +317,90 @@ async fn the_otlp_route_refuses_other_content_types_and_large_bodies() {
     server.handle.shutdown().await;
 }
 
+// ---- what 0.3.0 accepts without a lookup ---------------------------------------------------
+// Agent-lightning 0.3.0 (`agentlightning/store/collection_based.py`) stores any `resources_id`
+// without looking it up and issues span sequence ids from a counter keyed by rollout id alone.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_accepts_an_unknown_resources_id() {
+    let server = TestServer::start().await;
+    let queued = server
+        .post_ok(
+            "/v1/agl/queues/rollouts/enqueue",
+            &json!({"rollouts": [{"input": 1, "resources_id": "rs-000000000000"}]}),
+            201,
+        )
+        .await;
+    assert_eq!(queued[0]["resources_id"], "rs-000000000000", "{queued}");
+    let stored = server
+        .get_ok(&format!("/v1/agl/rollouts/{}", rollout_id(&queued[0])))
+        .await;
+    assert_eq!(stored["resources_id"], "rs-000000000000", "{stored}");
+    server.handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_rollout_accepts_an_unknown_resources_id() {
+    let server = TestServer::start().await;
+    let started = server
+        .post_ok(
+            "/v1/agl/rollouts",
+            &json!({"input": 1, "resources_id": "rs-000000000000"}),
+            201,
+        )
+        .await;
+    assert_eq!(started["resources_id"], "rs-000000000000", "{started}");
+    assert_eq!(started["attempt"]["sequence_id"], 1, "{started}");
+    server.handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_rollout_accepts_an_unknown_resources_id() {
+    let server = TestServer::start().await;
+    let queued = server
+        .post_ok(
+            "/v1/agl/queues/rollouts/enqueue",
+            &json!({"rollouts": [{"input": 1}]}),
+            201,
+        )
+        .await;
+    let id = rollout_id(&queued[0]);
+    let updated = server
+        .post_ok(
+            &format!("/v1/agl/rollouts/{id}"),
+            &json!({"resources_id": "rs-000000000000"}),
+            200,
+        )
+        .await;
+    assert_eq!(updated["resources_id"], "rs-000000000000", "{updated}");
+    server.handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_span_sequence_id_is_issued_for_an_unknown_rollout_or_attempt() {
+    let server = TestServer::start().await;
+    let unknown = json!({"rollout_id": "ro-000000000000", "attempt_id": "at-00000000"});
+    let first = server.post_ok("/v1/agl/spans/next", &unknown, 200).await;
+    let second = server.post_ok("/v1/agl/spans/next", &unknown, 200).await;
+    assert_eq!((first, second), (json!({"sequence_id": 1}), json!({"sequence_id": 2})));
+    assert_eq!(
+        server.get("/v1/agl/rollouts/ro-000000000000").await.json(),
+        Value::Null,
+        "no rollout is made"
+    );
+    let started = server.post_ok("/v1/agl/rollouts", &json!({"input": 1}), 201).await;
+    let id = rollout_id(&started);
+    let stray = server
+        .post_ok(
+            "/v1/agl/spans/next",
+            &json!({"rollout_id": id, "attempt_id": "at-00000000"}),
+            200,
+        )
+        .await;
+    assert_eq!(stray, json!({"sequence_id": 1}), "the rollout's own counter");
+    server.handle.shutdown().await;
+}
+
 // ---- unknown ids ---------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,15 +451,7 @@ async fn unknown_ids_answer_null_or_a_4xx_never_a_5xx() {
             format!("/v1/agl/rollouts/{done}/attempts/at-00000000"),
             json!({"status": "failed"}),
         ),
-        (
-            "/v1/agl/spans/next".to_owned(),
-            json!({"rollout_id": "ro-000000000000", "attempt_id": "at-00000000"}),
-        ),
         ("/v1/agl/spans".to_owned(), span),
-        (
-            "/v1/agl/queues/rollouts/enqueue".to_owned(),
-            json!({"rollouts": [{"input": 1, "resources_id": "rs-000000000000"}]}),
-        ),
     ] {
         let detail = server.post(&path, &body).await.error(404);
         assert!(detail.contains("not found"), "{path}: {detail}");

@@ -302,10 +302,6 @@ async fn resources_are_versioned_and_the_latest_is_the_default_for_new_rollouts(
         .await
         .unwrap();
     assert_eq!(pinned.resources_id.as_deref(), Some("v2"));
-    let missing = store
-        .enqueue_rollout(EnqueueRolloutRequest::new(json!(1)).resources_id("v9"))
-        .await;
-    assert_eq!(missing.unwrap_err(), StoreError::ResourcesNotFound("v9".into()));
 
     let found = store
         .query_resources(&ResourcesQuery {
@@ -324,6 +320,90 @@ async fn resources_are_versioned_and_the_latest_is_the_default_for_new_rollouts(
 }
 
 // ---- queries -----------------------------------------------------------------------------------
+
+// ---- what Agent-lightning 0.3.0 accepts without a lookup (collection_based.py) -------------------
+
+#[tokio::test]
+async fn an_unknown_resources_id_is_kept_on_enqueue_start_and_update_as_0_3_0_does() {
+    let (store, _) = manual_store();
+    let queued = store
+        .enqueue_rollout(EnqueueRolloutRequest::new(json!(1)).resources_id("rs-nowhere"))
+        .await
+        .expect("0.3.0 enqueues with any resources_id");
+    assert_eq!(queued.resources_id.as_deref(), Some("rs-nowhere"));
+    let batch = store
+        .enqueue_rollouts(vec![
+            EnqueueRolloutRequest::new(json!(2)).resources_id("rs-a"),
+            EnqueueRolloutRequest::new(json!(3)),
+        ])
+        .await
+        .expect("and in a batch");
+    assert_eq!(batch[0].resources_id.as_deref(), Some("rs-a"));
+    assert_eq!(batch[1].resources_id, None, "no resources: none by default");
+
+    let started = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!(4)).resources_id("rs-b"),
+            worker_id: None,
+        })
+        .await
+        .expect("0.3.0 starts a rollout with any resources_id");
+    assert_eq!(started.rollout.resources_id.as_deref(), Some("rs-b"));
+
+    let update: RolloutUpdate = serde_json::from_value(json!({"resources_id": "rs-c"})).unwrap();
+    let updated = store
+        .update_rollout(&queued.rollout_id, update)
+        .await
+        .expect("0.3.0 updates to any resources_id");
+    assert_eq!(updated.resources_id.as_deref(), Some("rs-c"));
+    let stored = store.get_rollout_by_id(&queued.rollout_id).await.unwrap().unwrap();
+    assert_eq!(stored.rollout.resources_id.as_deref(), Some("rs-c"));
+    assert!(store.get_resources_by_id("rs-c").await.unwrap().is_none());
+    store.check_invariants().unwrap();
+}
+
+#[tokio::test]
+async fn span_sequence_ids_are_issued_for_unknown_rollouts_and_attempts_as_0_3_0_does() {
+    let (store, _) = manual_store();
+    let ids = |r: &'static str, a: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .get_next_span_sequence_id(r, a)
+                .await
+                .expect("0.3.0 issues for any id")
+        }
+    };
+    assert_eq!((ids("ro-x", "at-x").await, ids("ro-x", "at-y").await), (1, 2));
+    assert_eq!(ids("ro-y", "at-x").await, 1, "one counter per unknown rollout id");
+    assert!(
+        store.get_rollout_by_id("ro-x").await.unwrap().is_none(),
+        "no rollout is made"
+    );
+
+    enqueue(&store, RolloutConfig::default()).await;
+    let a = dequeue(&store, "w").await;
+    let known = store
+        .get_next_span_sequence_id(&a.rollout.rollout_id, &a.attempt.attempt_id)
+        .await
+        .unwrap();
+    let stray = store
+        .get_next_span_sequence_id(&a.rollout.rollout_id, "at-nope")
+        .await
+        .expect("an unknown attempt draws from its rollout's counter");
+    assert_eq!((known, stray), (1, 2));
+    let batch = store
+        .get_next_span_sequence_ids(&[("ro-x", "at-x"), (&a.rollout.rollout_id, "at-nope"), ("ro-x", "at-z")])
+        .await
+        .unwrap();
+    assert_eq!(batch, vec![3, 3, 4]);
+    assert_eq!(
+        store.statistics().await.unwrap().total_rollouts,
+        1,
+        "sequence ids for unknown rollouts create none"
+    );
+    store.check_invariants().unwrap();
+}
 
 #[tokio::test]
 async fn rollouts_are_queried_with_filters_logic_sorting_and_pages() {
@@ -460,9 +540,6 @@ async fn bad_arguments_are_typed_errors() {
             .map(|_| ())
     ));
     assert!(not_found(store.start_attempt("ro-x", None).await.map(|_| ())));
-    assert!(not_found(
-        store.get_next_span_sequence_id("ro-x", "at-x").await.map(|_| ())
-    ));
     let r = enqueue(&store, RolloutConfig::default()).await;
     assert_eq!(
         store

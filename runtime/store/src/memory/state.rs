@@ -130,6 +130,10 @@ pub(crate) struct State {
     resources: IndexMap<String, ResourcesUpdate, FxBuildHasher>,
     latest_resources: Option<String>,
     pub workers: IndexMap<String, Worker, FxBuildHasher>,
+    /// Span sequence counters of rollout ids the store does not hold: 0.3.0 issues sequence ids
+    /// for any rollout id (its counters are a map keyed by id), so we do too. A rollout created
+    /// later under such an id takes its counter over.
+    orphan_span_sequences: FxHashMap<String, u64>,
     agenda: Agenda,
     pub waiters: Waiters,
     total_attempts: u64,
@@ -272,12 +276,23 @@ impl State {
         if let Some(config) = &request.config {
             config.validate().map_err(StoreError::InvalidArgument)?;
         }
-        if let Some(id) = &request.resources_id
-            && !self.resources.contains_key(id)
-        {
-            return Err(StoreError::ResourcesNotFound(id.clone()));
+        if let Some(id) = &request.resources_id {
+            self.warn_if_unknown_resources(id, "a new rollout");
         }
         Ok(())
+    }
+
+    /// 0.3.0 stores any `resources_id` a rollout names without looking it up (`enqueue_rollout`,
+    /// `start_rollout`, `update_rollout` in `collection_based.py`), so we accept it too; a runner
+    /// asking for those resources later gets nothing, hence the warning.
+    fn warn_if_unknown_resources(&self, resources_id: &str, whose: &str) {
+        if !self.resources.contains_key(resources_id) {
+            tracing::warn!(
+                resources_id,
+                "{whose} names resources that the store does not hold; accepted as Agent-lightning 0.3.0 does, \
+                 but fetching them will find nothing"
+            );
+        }
     }
 
     fn insert_rollout(&mut self, request: EnqueueRolloutRequest, status: RolloutStatus, now: f64) -> u32 {
@@ -297,7 +312,11 @@ impl State {
             metadata: Some(request.metadata.unwrap_or_default()),
         };
         let slot = u32::try_from(self.rollouts.len()).expect("fewer than 2^32 rollouts");
-        self.rollouts.push(RolloutEntry::new(rollout));
+        let mut entry = RolloutEntry::new(rollout);
+        if let Some(issued) = self.orphan_span_sequences.remove(&rollout_id) {
+            entry.last_span_sequence = issued;
+        }
+        self.rollouts.push(entry);
         self.index.insert(rollout_id, slot);
         slot
     }
@@ -364,10 +383,8 @@ impl State {
         if let Some(config) = &update.config {
             config.validate().map_err(StoreError::InvalidArgument)?;
         }
-        if let Some(Some(id)) = &update.resources_id
-            && !self.resources.contains_key(id)
-        {
-            return Err(StoreError::ResourcesNotFound(id.clone()));
+        if let Some(Some(id)) = &update.resources_id {
+            self.warn_if_unknown_resources(id, &format!("the update of rollout {rollout_id}"));
         }
         let entry = self.entry(slot);
         if let Some(input) = update.input {
@@ -586,26 +603,41 @@ impl State {
         }
     }
 
+    /// One sequence id per pair, from the rollout's counter. As in 0.3.0
+    /// (`_issue_many_span_sequence_ids` in `collection_based.py`, a counter map keyed by rollout
+    /// id alone), neither the rollout nor the attempt has to exist: an unknown rollout id gets a
+    /// counter of its own, an unknown attempt draws from its rollout's counter. Both are logged,
+    /// since spans for them will be refused.
     pub fn next_span_sequence_ids(&mut self, pairs: &[(&str, &str)]) -> StoreResult<Vec<u64>> {
-        let mut slots = Vec::with_capacity(pairs.len());
-        for (rollout_id, attempt_id) in pairs {
-            let slot = self.require_slot(rollout_id)?;
-            if self.rollouts[slot as usize].attempt_index(attempt_id).is_none() {
-                return Err(StoreError::AttemptNotFound {
-                    rollout_id: (*rollout_id).to_owned(),
-                    attempt_id: (*attempt_id).to_owned(),
-                });
-            }
-            slots.push(slot);
+        let mut issued = Vec::with_capacity(pairs.len());
+        for &(rollout_id, attempt_id) in pairs {
+            let counter = match self.slot(rollout_id) {
+                Some(slot) => {
+                    let entry = self.entry(slot);
+                    if entry.attempt_index(attempt_id).is_none() {
+                        tracing::warn!(
+                            rollout_id,
+                            attempt_id,
+                            "span sequence id asked for an attempt the rollout does not have; issued from the \
+                             rollout's counter as Agent-lightning 0.3.0 does"
+                        );
+                    }
+                    &mut entry.last_span_sequence
+                }
+                None => {
+                    tracing::warn!(
+                        rollout_id,
+                        attempt_id,
+                        "span sequence id asked for a rollout the store does not hold; issued from a counter \
+                         of its own as Agent-lightning 0.3.0 does"
+                    );
+                    self.orphan_span_sequences.entry(rollout_id.to_owned()).or_default()
+                }
+            };
+            *counter += 1;
+            issued.push(*counter);
         }
-        Ok(slots
-            .into_iter()
-            .map(|slot| {
-                let entry = self.entry(slot);
-                entry.last_span_sequence += 1;
-                entry.last_span_sequence
-            })
-            .collect())
+        Ok(issued)
     }
 
     pub fn query_spans(&self, query: &SpanQuery) -> StoreResult<Paginated<Arc<Span>>> {
