@@ -12,7 +12,8 @@ use std::io::Read;
 pub const PROTOBUF_CONTENT_TYPE: &str = "application/x-protobuf";
 pub const JSON_CONTENT_TYPE: &str = "application/json";
 
-/// The most bytes a gzip body may inflate to (the server limits the compressed size).
+/// The most bytes a gzip body may inflate to unless the caller gives its own limit (the `_within`
+/// functions; the server passes its body limit).
 pub const MAX_DECOMPRESSED_BYTES: usize = 128 << 20;
 
 /// The two OTLP/HTTP encodings.
@@ -54,8 +55,19 @@ fn media_type(content_type: &str) -> &str {
     content_type.split(';').next().unwrap_or_default().trim()
 }
 
-/// Undoes `Content-Encoding`: none / `identity` as is, `gzip` (or `x-gzip`) inflated.
+/// Undoes `Content-Encoding`: none / `identity` as is, `gzip` (or `x-gzip`) inflated, to at most
+/// [`MAX_DECOMPRESSED_BYTES`].
 pub fn decompress<'a>(content_encoding: Option<&str>, body: &'a [u8]) -> Result<Cow<'a, [u8]>, OtlpError> {
+    decompress_within(content_encoding, body, MAX_DECOMPRESSED_BYTES)
+}
+
+/// [`decompress`] inflating to at most `limit` bytes: the inflater stops one byte past the limit,
+/// so a gzip bomb costs `limit` bytes of memory, never what it would inflate to.
+pub fn decompress_within<'a>(
+    content_encoding: Option<&str>,
+    body: &'a [u8],
+    limit: usize,
+) -> Result<Cow<'a, [u8]>, OtlpError> {
     let encoding = content_encoding.unwrap_or_default().trim();
     if encoding.is_empty() || encoding.eq_ignore_ascii_case("identity") {
         return Ok(Cow::Borrowed(body));
@@ -65,16 +77,13 @@ pub fn decompress<'a>(content_encoding: Option<&str>, body: &'a [u8]) -> Result<
             "unsupported Content-Encoding '{encoding}', expected 'gzip' or none"
         )));
     }
-    let limit = MAX_DECOMPRESSED_BYTES as u64;
-    let mut inflated = Vec::with_capacity(body.len().saturating_mul(4).min(MAX_DECOMPRESSED_BYTES));
+    let mut inflated = Vec::with_capacity(body.len().saturating_mul(4).min(limit));
     MultiGzDecoder::new(body)
-        .take(limit + 1)
+        .take((limit as u64).saturating_add(1))
         .read_to_end(&mut inflated)
         .map_err(|e| OtlpError::BadEncoding(format!("unable to gunzip the body: {e}")))?;
-    if inflated.len() > MAX_DECOMPRESSED_BYTES {
-        return Err(OtlpError::BodyTooLarge {
-            limit: MAX_DECOMPRESSED_BYTES,
-        });
+    if inflated.len() > limit {
+        return Err(OtlpError::BodyTooLarge { limit });
     }
     Ok(Cow::Owned(inflated))
 }
@@ -86,8 +95,18 @@ pub fn decode_request(
     content_encoding: Option<&str>,
     body: &[u8],
 ) -> Result<ExportTraceServiceRequest, OtlpError> {
+    decode_request_within(content_type, content_encoding, body, MAX_DECOMPRESSED_BYTES)
+}
+
+/// [`decode_request`] with a gzip body inflated to at most `max_decompressed` bytes.
+pub fn decode_request_within(
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    body: &[u8],
+    max_decompressed: usize,
+) -> Result<ExportTraceServiceRequest, OtlpError> {
     let format = Format::from_content_type(content_type)?;
-    let body = decompress(content_encoding, body)?;
+    let body = decompress_within(content_encoding, body, max_decompressed)?;
     if body.is_empty() {
         return Ok(ExportTraceServiceRequest::default());
     }
@@ -140,6 +159,23 @@ mod tests {
             Err(OtlpError::BadEncoding(_))
         ));
         assert!(matches!(decompress(Some("br"), b"abc"), Err(OtlpError::BadEncoding(_))));
+    }
+
+    #[test]
+    fn a_given_limit_holds_to_the_byte() {
+        let body = gzip(&[7u8; 100]);
+        assert_eq!(
+            decompress_within(Some("gzip"), &body, 100).ok().map(|b| b.len()),
+            Some(100)
+        );
+        assert!(matches!(
+            decompress_within(Some("gzip"), &body, 99),
+            Err(OtlpError::BodyTooLarge { limit: 99 })
+        ));
+        assert!(
+            decompress_within(None, &[7u8; 100], 1).is_ok(),
+            "a plain body is the server's to bound"
+        );
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub enum OtlpError {
     /// An unsupported `Content-Encoding`, or a body that does not gunzip.
     #[error("{0}")]
     BadEncoding(String),
-    /// The body inflates beyond [`crate::MAX_DECOMPRESSED_BYTES`].
-    #[error("the decompressed body exceeds {limit} bytes")]
+    /// The body inflates beyond the limit ([`crate::MAX_DECOMPRESSED_BYTES`] unless given).
+    #[error("the gzip body inflates to more than the limit of {limit} bytes; send smaller batches")]
     BodyTooLarge { limit: usize },
     /// Not an `ExportTraceServiceRequest` in the announced format.
     #[error("{0}")]

@@ -2,7 +2,7 @@
 //! `get_next_span_sequence_ids` call, in request order, then every span goes in one `add_spans`.
 
 use crate::error::OtlpError;
-use crate::{Decoded, IngestReport, decode};
+use crate::{Decoded, IngestReport, decode_within};
 use agl_store::{LightningStore, StoreError};
 
 /// Decodes an OTLP/HTTP trace export and stores its attributed spans. Spans without a rollout
@@ -14,7 +14,25 @@ pub async fn ingest(
     content_encoding: Option<&str>,
     body: &[u8],
 ) -> Result<IngestReport, OtlpError> {
-    let decoded = decode(content_type, content_encoding, body)?;
+    ingest_within(
+        store,
+        content_type,
+        content_encoding,
+        body,
+        crate::MAX_DECOMPRESSED_BYTES,
+    )
+    .await
+}
+
+/// [`ingest`] with a gzip body inflated to at most `max_decompressed` bytes (413 beyond).
+pub async fn ingest_within(
+    store: &dyn LightningStore,
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    body: &[u8],
+    max_decompressed: usize,
+) -> Result<IngestReport, OtlpError> {
+    let decoded = decode_within(content_type, content_encoding, body, max_decompressed)?;
     store_decoded(store, decoded).await
 }
 

@@ -14,7 +14,8 @@
 //! - OTLP/JSON (`application/json`) is accepted too, as OTLP/HTTP allows; 0.3.0 takes protobuf only;
 //! - media types are matched without regard to case; an unknown `Content-Encoding` and a body
 //!   that does not gunzip are 400s (0.3.0 ignores the former and fails with a 500 on the latter);
-//!   a body that inflates beyond [`MAX_DECOMPRESSED_BYTES`] is a 413;
+//!   a body that inflates beyond [`MAX_DECOMPRESSED_BYTES`] (or the limit given to the `_within`
+//!   functions) is a 413, found while inflating;
 //! - error bodies carry a `google.rpc.Code` (0.3.0 sends only the message); a failing store
 //!   backend is a 503, which OTLP exporters retry;
 //! - an empty rollout or attempt id counts as missing, and an all-zero parent span id as none;
@@ -28,9 +29,11 @@ pub mod ingest;
 pub mod json;
 pub mod status;
 
-pub use decode::{Format, JSON_CONTENT_TYPE, MAX_DECOMPRESSED_BYTES, PROTOBUF_CONTENT_TYPE, decode_request};
+pub use decode::{
+    Format, JSON_CONTENT_TYPE, MAX_DECOMPRESSED_BYTES, PROTOBUF_CONTENT_TYPE, decode_request, decode_request_within,
+};
 pub use error::OtlpError;
-pub use ingest::{ingest, store_decoded};
+pub use ingest::{ingest, ingest_within, store_decoded};
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 pub use status::success_response;
 
@@ -65,7 +68,17 @@ pub struct Decoded {
 /// Decodes a request body and attributes its spans; nothing is stored and no sequence id is
 /// allocated. Spans without a rollout or attempt id are counted in `dropped`.
 pub fn decode(content_type: Option<&str>, content_encoding: Option<&str>, body: &[u8]) -> Result<Decoded, OtlpError> {
-    let request = decode_request(content_type, content_encoding, body)?;
+    decode_within(content_type, content_encoding, body, MAX_DECOMPRESSED_BYTES)
+}
+
+/// [`decode()`] with a gzip body inflated to at most `max_decompressed` bytes.
+pub fn decode_within(
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    body: &[u8],
+    max_decompressed: usize,
+) -> Result<Decoded, OtlpError> {
+    let request = decode_request_within(content_type, content_encoding, body, max_decompressed)?;
     Ok(attribution::spans_from_request(&request))
 }
 

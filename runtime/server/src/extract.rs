@@ -1,5 +1,6 @@
 //! Request extractors whose every rejection is a JSON [`ApiError`]: JSON bodies (required or
-//! optional), raw bodies, path parameters. Bodies are read under the configured size limit (413).
+//! optional), raw bodies, path parameters. Bodies are read under the configured size limit (413)
+//! and time limit (408).
 
 use crate::error::ApiError;
 use crate::routes::AppState;
@@ -9,7 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
-/// The request body, read whole (at most `max_body_bytes`).
+/// The request body, read whole (at most `max_body_bytes`, within `body_read_timeout`).
 pub(crate) struct RawBody(pub Bytes);
 
 impl FromRequest<AppState> for RawBody {
@@ -34,7 +35,17 @@ impl FromRequest<AppState> for RawBody {
         if declared.is_some_and(|length| length > state.max_body_bytes as u64) {
             return Err(too_large());
         }
-        match Bytes::from_request(request, state).await {
+        let read = tokio::time::timeout(state.body_read_timeout, Bytes::from_request(request, state));
+        let Ok(read) = read.await else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {:.3} s",
+                    state.body_read_timeout.as_secs_f64()
+                ),
+            ));
+        };
+        match read {
             Ok(bytes) => Ok(Self(bytes)),
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
             Err(rejection) => Err(ApiError::bad_request(format!(

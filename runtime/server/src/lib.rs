@@ -6,13 +6,15 @@
 //! this crate's `tests/golden.rs`), so 0.3.0's Python `LightningStoreClient` can drive our store.
 //! Where 0.3.0 answered an unknown id with a 500 (which its client retries), we answer a 4xx or
 //! `null`. The server binds loopback by default, can require a bearer token, bounds request
-//! bodies and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
+//! bodies (gzip ones after inflating too), gives clients a bounded time to send headers and body,
+//! caps concurrent connections, and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
 //! (OTLP/HTTP) is served too, by `agl_otlp`.
 //!
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
 //! and runs it until [`ServerHandle::shutdown`].
 
 mod auth;
+mod connections;
 mod error;
 mod extract;
 mod json;
@@ -22,7 +24,10 @@ mod routes;
 mod server;
 
 pub use error::ServerError;
-pub use options::{DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, ServerOptions};
+pub use options::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_PORT, ServerOptions,
+};
 pub use server::{SHUTDOWN_GRACE, ServerHandle, serve};
 
 use agl_store::LightningStore;

@@ -1,12 +1,22 @@
-//! How the server is started: address, optional bearer token, request body limit.
+//! How the server is started: address, optional bearer token, and the limits that keep a bad
+//! client from starving the others (body size, time to send headers and body, connections).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
 
 /// The port Agent-lightning's `agl store` uses by default.
 pub const DEFAULT_PORT: u16 = 4747;
 /// The largest request body accepted unless configured otherwise: 16 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// How long a client may take to send a request's headers unless configured otherwise: 30 s
+/// (hyper's own default).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's body unless configured otherwise: 60 s.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many connections are served at once unless configured otherwise: 512 (below the usual
+/// 1024 open-file limit, so the cap is reached before the process runs out of descriptors).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// Options for [`crate::serve`] and [`crate::router`].
 #[derive(Clone, PartialEq, Eq)]
@@ -18,8 +28,18 @@ pub struct ServerOptions {
     /// When set, every route except `GET /v1/agl/health` requires `Authorization: Bearer <token>`.
     /// An empty token matches nothing: every other request is refused.
     pub token: Option<String>,
-    /// Request bodies longer than this are refused with 413.
+    /// Request bodies longer than this are refused with 413; so are gzip bodies (OTLP) that
+    /// inflate beyond it.
     pub max_body_bytes: usize,
+    /// A connection that has not sent a complete request head this long after it became ready
+    /// for one (opened, or done with its previous request) is closed: slow senders ("slowloris")
+    /// and kept-alive connections left idle alike. Zero is treated as one millisecond.
+    pub header_read_timeout: Duration,
+    /// A request whose body has not fully arrived this long after its headers is answered 408.
+    pub body_read_timeout: Duration,
+    /// At most this many connections are served at once; further clients wait in the listen
+    /// backlog until one closes. At least 1.
+    pub max_connections: usize,
 }
 
 impl Default for ServerOptions {
@@ -29,6 +49,9 @@ impl Default for ServerOptions {
             port: DEFAULT_PORT,
             token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -41,6 +64,9 @@ impl fmt::Debug for ServerOptions {
             .field("port", &self.port)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }
@@ -56,6 +82,14 @@ mod tests {
         assert_eq!(options.port, 4747);
         assert_eq!(options.token, None);
         assert_eq!(options.max_body_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn default_limits_bound_slow_clients_and_connections() {
+        let options = ServerOptions::default();
+        assert_eq!(options.header_read_timeout, Duration::from_secs(30));
+        assert_eq!(options.body_read_timeout, Duration::from_secs(60));
+        assert_eq!(options.max_connections, 512);
     }
 
     #[test]

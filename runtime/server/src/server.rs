@@ -1,6 +1,7 @@
-//! Binding and running: [`serve`] starts the router on a Tokio task and returns a
-//! [`ServerHandle`] for its address and a graceful shutdown.
+//! Binding and running: [`serve`] starts the accept loop ([`crate::connections`]) on a Tokio
+//! task and returns a [`ServerHandle`] for its address and a graceful shutdown.
 
+use crate::connections::{self, ConnectionLimits};
 use crate::error::ServerError;
 use crate::options::ServerOptions;
 use crate::routes;
@@ -24,15 +25,9 @@ pub async fn serve(store: Arc<dyn LightningStore>, options: ServerOptions) -> Re
     let local_addr = listener.local_addr().map_err(ServerError::LocalAddr)?;
     let (stop, stopped) = watch::channel(false);
     let app = routes::build(store, &options, Some(stopped.clone()));
-    let mut signal = stopped;
-    let task = tokio::spawn(async move {
-        let shutdown = async move {
-            // An error means the handle is gone without a word: stop as well.
-            let _ = signal.wait_for(|stopping| *stopping).await;
-        };
-        // Accept errors are retried inside axum; this only ends on shutdown.
-        let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
-    });
+    let limits = ConnectionLimits::from_options(&options);
+    // Accept errors are retried inside; this only ends on shutdown (or when the handle is gone).
+    let task = tokio::spawn(connections::serve(listener, app, limits, stopped));
     Ok(ServerHandle {
         local_addr,
         stop,

@@ -26,6 +26,8 @@ use tokio::sync::watch;
 pub(crate) struct AppState {
     pub store: Arc<dyn LightningStore>,
     pub max_body_bytes: usize,
+    /// How long a request's body may take to arrive.
+    pub body_read_timeout: std::time::Duration,
     /// Turns `true` when the server shuts down (long waits then answer at once); `None` when the
     /// router runs outside [`crate::serve`].
     pub shutdown: Option<watch::Receiver<bool>>,
@@ -59,6 +61,7 @@ pub(crate) fn build(
     let state = AppState {
         store,
         max_body_bytes: options.max_body_bytes,
+        body_read_timeout: options.body_read_timeout,
         shutdown,
     };
     // Where a fixed segment (`search`, `latest`) shadows a `{param}` route, the fixed route also

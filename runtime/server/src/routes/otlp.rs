@@ -1,6 +1,6 @@
-//! `POST /v1/traces`: OTLP/HTTP trace export (protobuf or JSON, gzip allowed), decoded and
-//! stored by `agl_otlp`; answers and error bodies (`google.rpc.Status`) are that crate's, in the
-//! request's format.
+//! `POST /v1/traces`: OTLP/HTTP trace export (protobuf or JSON, gzip allowed and inflated no
+//! further than the body limit), decoded and stored by `agl_otlp`; answers and error bodies
+//! (`google.rpc.Status`) are that crate's, in the request's format.
 
 use super::AppState;
 use crate::extract::RawBody;
@@ -12,7 +12,15 @@ pub(crate) async fn traces(State(state): State<AppState>, headers: HeaderMap, Ra
     let text = |name| headers.get(name).and_then(|value| value.to_str().ok());
     let content_type = text(header::CONTENT_TYPE);
     let content_encoding = text(header::CONTENT_ENCODING);
-    match agl_otlp::ingest(state.store.as_ref(), content_type, content_encoding, &body).await {
+    // A gzip body may inflate to no more than a plain body may be long.
+    let ingest = agl_otlp::ingest_within(
+        state.store.as_ref(),
+        content_type,
+        content_encoding,
+        &body,
+        state.max_body_bytes,
+    );
+    match ingest.await {
         Ok(report) => {
             // With dropped spans (no rollout/attempt ids) the answer says so (OTLP partial success).
             let (answer_type, answer) = report.response(content_type);
