@@ -356,11 +356,12 @@ pub fn parse_duration(value: &str) -> Result<Duration, PolicyError> {
         "h" => 3600.0,
         _ => f64::NAN,
     };
-    match number.parse::<f64>() {
-        Ok(n) if seconds_per_unit.is_finite() && n.is_finite() && n >= 0.0 => {
-            Ok(Duration::from_secs_f64(n * seconds_per_unit))
-        }
-        _ => Err(PolicyError::InvalidValue {
+    // `try_from_secs_f64`: a number too large for a `Duration` (`99999999999999999999s`, found by
+    // fuzzing) is an invalid value, not a panic; a NaN unit fails there too.
+    let number = number.parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 0.0);
+    match number.and_then(|n| Duration::try_from_secs_f64(n * seconds_per_unit).ok()) {
+        Some(duration) => Ok(duration),
+        None => Err(PolicyError::InvalidValue {
             what: "duration",
             value: value.to_owned(),
             message: "expected e.g. 300s, 1500ms, 5m or 2h".into(),
@@ -395,6 +396,16 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn durations_too_large_for_a_duration_are_refused() {
+        // Found by the policy_manifest fuzz target: these panicked in `Duration::from_secs_f64`.
+        assert!(parse_duration("99999999999999999999s").is_err());
+        assert!(parse_duration("9999999999999999h").is_err());
+        assert!(SandboxPolicy::default().apply_manifest("timeout = \"1e30\"").is_err());
+        let mut policy = SandboxPolicy::default();
+        assert!(policy.apply_manifest("timeout = \"99999999999999999999\"").is_err());
     }
 
     #[test]
