@@ -2,12 +2,14 @@
 //!
 //! - [`LlmBackend`]: the async trait the runtime calls, with the provider-neutral [`types`];
 //! - [`OpenAiBackend`]: any OpenAI-compatible HTTP server, with timeouts and retries;
+//! - [`limits`]: bounds on one request (bytes, `max_tokens`, tools), checked before it is sent;
 //! - [`ScriptedBackend`]: offline, deterministic answers from a JSON rules file;
 //! - [`server`]: an OpenAI-compatible HTTP front for any backend, with a
 //!   fault-injection hook for tests.
 
 pub mod backend;
 pub mod error;
+pub mod limits;
 pub mod openai;
 mod retry;
 pub mod scripted;
@@ -17,9 +19,10 @@ mod wire;
 
 pub use backend::LlmBackend;
 pub use error::LlmError;
+pub use limits::{RequestLimits, RequestRejected, validate_request};
 pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use scripted::{
     ScriptedBackend, ScriptedCondition, ScriptedReply, ScriptedRule, ScriptedRules, ScriptedToolCall, ScriptedUsage,
 };
 pub use server::{Fault, Faults, ServerHandle, serve, serve_with_faults};
-pub use types::{ChatRequest, ChatResponse, Message, Role, Tool, ToolCall, Usage};
+pub use types::{ChatRequest, ChatResponse, Message, Role, TokenDetail, Tool, ToolCall, Usage};

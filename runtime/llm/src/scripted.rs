@@ -118,6 +118,8 @@ impl LlmBackend for ScriptedBackend {
             finish_reason: rendered.finish_reason,
             usage: rendered.usage,
             model: request.model.clone().unwrap_or_else(|| self.rules.model.clone()),
+            id: None,
+            tokens: rendered.tokens,
         })
     }
 

@@ -121,6 +121,32 @@ pub struct ChatResponse {
     pub usage: Usage,
     /// The model that actually answered.
     pub model: String,
+    /// The provider's id of this completion (`chatcmpl-...`), when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What an RL-ready server (vLLM) returns besides the text: the prompt's and the completion's
+    /// token ids and the completion's logprobs. `None` when the backend did not send them.
+    #[serde(default, skip_serializing_if = "TokenDetail::is_empty")]
+    pub tokens: TokenDetail,
+}
+
+/// Token-level detail of a completion, as vLLM returns it (`prompt_token_ids`,
+/// `choices[0].token_ids`, `choices[0].logprobs.content`). Every part is optional.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TokenDetail {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_token_ids: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_token_ids: Option<Vec<u32>>,
+    /// `choices[0].logprobs.content`: one `{token, logprob, top_logprobs, ...}` per token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<serde_json::Value>,
+}
+
+impl TokenDetail {
+    pub fn is_empty(&self) -> bool {
+        self.prompt_token_ids.is_none() && self.response_token_ids.is_none() && self.logprobs.is_none()
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ChatRequest, ChatResponse, ToolCall, Usage};
+use crate::{ChatRequest, ChatResponse, TokenDetail, ToolCall, Usage};
 use crate::{Message, Role, Tool};
 
 /// Body of `POST /chat/completions`.
@@ -77,6 +77,12 @@ pub(crate) struct WireResponse {
     pub choices: Vec<WireChoice>,
     #[serde(default)]
     pub usage: Option<WireUsage>,
+    /// vLLM: the prompt's token ids (with `return_token_ids`, or Agent-lightning's patch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_token_ids: Option<Value>,
+    /// Agent-lightning's patched vLLM: the completion's token ids, one list per choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_token_ids: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +93,18 @@ pub(crate) struct WireChoice {
     pub message: Option<WireAssistantMessage>,
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// vLLM (`return_token_ids`): the completion's token ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_ids: Option<Value>,
+    /// `{"content": [{token, logprob, ...}]}` when logprobs were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<WireLogprobs>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WireLogprobs {
+    #[serde(default)]
+    pub content: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,6 +284,20 @@ impl WireRequest {
     }
 }
 
+/// Token ids as JSON.
+fn id_list(ids: &[u32]) -> Value {
+    ids.iter().copied().map(Value::from).collect()
+}
+
+/// A JSON array of token ids; anything else (or an id out of range) reads as absent.
+fn token_ids(value: &Value) -> Option<Vec<u32>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|id| id.as_u64().and_then(|id| u32::try_from(id).ok()))
+        .collect()
+}
+
 impl WireResponse {
     /// The body a server sends for `response`.
     pub fn from_chat(response: &ChatResponse, id: String, created: u64) -> Self {
@@ -306,18 +338,38 @@ impl WireResponse {
                     tool_calls,
                 }),
                 finish_reason: Some(response.finish_reason.clone()),
+                token_ids: response.tokens.response_token_ids.as_deref().map(id_list),
+                logprobs: response
+                    .tokens
+                    .logprobs
+                    .clone()
+                    .map(|content| WireLogprobs { content: Some(content) }),
             }],
             usage: Some(WireUsage {
                 prompt_tokens: Some(input),
                 completion_tokens: Some(output),
                 total_tokens: Some(input + output),
             }),
+            prompt_token_ids: response.tokens.prompt_token_ids.as_deref().map(id_list),
+            response_token_ids: None,
         }
     }
 
     /// The answer a client received; an error message when it has no choice.
     pub fn into_chat(self, requested_model: &str) -> Result<ChatResponse, String> {
         let choice = self.choices.into_iter().next().ok_or("no choices")?;
+        let tokens = TokenDetail {
+            prompt_token_ids: self.prompt_token_ids.as_ref().and_then(token_ids),
+            response_token_ids: choice.token_ids.as_ref().and_then(token_ids).or_else(|| {
+                match self.response_token_ids.as_ref()? {
+                    Value::Array(per_choice) if per_choice.first().is_some_and(Value::is_array) => {
+                        token_ids(&per_choice[0])
+                    }
+                    flat => token_ids(flat),
+                }
+            }),
+            logprobs: choice.logprobs.and_then(|l| l.content).filter(|c| !c.is_null()),
+        };
         let message = choice.message.ok_or("choices[0] has no message")?;
         let tool_calls: Vec<ToolCall> = message
             .tool_calls
@@ -350,6 +402,8 @@ impl WireResponse {
                 .model
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| requested_model.to_owned()),
+            id: self.id.filter(|id| !id.is_empty()),
+            tokens,
         })
     }
 }
@@ -390,6 +444,51 @@ mod tests {
             json!({"model": "m", "messages": []}),
             "empty stop/tools and unset options are omitted"
         );
+    }
+
+    #[test]
+    fn vllm_token_ids_and_logprobs_are_read_in_each_shape_and_served_back() {
+        let choice = |extra: Value| {
+            let mut choice = json!({"message": {"content": "hi"}});
+            if let (Some(c), Value::Object(extra)) = (choice.as_object_mut(), extra) {
+                c.extend(extra);
+            }
+            choice
+        };
+        // vLLM with `return_token_ids`: top-level prompt ids, per-choice completion ids.
+        let body = json!({"id": "chatcmpl-7", "prompt_token_ids": [1, 2, 3], "choices": [choice(json!({
+            "token_ids": [4, 5], "logprobs": {"content": [{"token": "hi", "logprob": -0.5}]}
+        }))]});
+        let response = serde_json::from_value::<WireResponse>(body)
+            .unwrap()
+            .into_chat("m")
+            .unwrap();
+        assert_eq!(response.id.as_deref(), Some("chatcmpl-7"));
+        assert_eq!(response.tokens.prompt_token_ids, Some(vec![1, 2, 3]));
+        assert_eq!(response.tokens.response_token_ids, Some(vec![4, 5]));
+        assert_eq!(
+            response.tokens.logprobs,
+            Some(json!([{"token": "hi", "logprob": -0.5}]))
+        );
+        // Agent-lightning's patched vLLM: one list per choice at the top level.
+        let body = json!({"response_token_ids": [[9, 8]], "choices": [choice(json!({}))]});
+        let patched = serde_json::from_value::<WireResponse>(body)
+            .unwrap()
+            .into_chat("m")
+            .unwrap();
+        assert_eq!(patched.tokens.response_token_ids, Some(vec![9, 8]));
+        // Malformed ids read as absent, never as an error; no ids at all is the usual case.
+        let body = json!({"prompt_token_ids": [1, -2], "response_token_ids": "x", "choices": [choice(json!({}))]});
+        let odd = serde_json::from_value::<WireResponse>(body)
+            .unwrap()
+            .into_chat("m")
+            .unwrap();
+        assert!(odd.tokens.is_empty() && odd.id.is_none());
+        // What the server sends carries them back.
+        let served = WireResponse::from_chat(&response, "chatcmpl-8".into(), 0);
+        let again = served.into_chat("m").unwrap();
+        assert_eq!(again.tokens, response.tokens);
+        assert_eq!(again.id.as_deref(), Some("chatcmpl-8"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agl_llm::{
     ChatRequest, ChatResponse, Fault, Faults, LlmBackend, LlmError, Message, OpenAiBackend, OpenAiConfig,
-    ScriptedBackend, ServerHandle, Tool, ToolCall, Usage, serve, serve_with_faults,
+    ScriptedBackend, ServerHandle, TokenDetail, Tool, ToolCall, Usage, serve, serve_with_faults,
 };
 use serde_json::{Value, json};
 
@@ -67,6 +67,8 @@ async fn a_normal_call_round_trips_content_usage_model_and_request_fields() {
                 output_tokens: 1
             },
             model: "client-default".into(),
+            id: Some("chatcmpl-1".into()),
+            tokens: TokenDetail::default(),
         }
     );
 

@@ -5,7 +5,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Message, Role, ToolCall, Usage};
+use crate::{Message, Role, TokenDetail, ToolCall, Usage};
 
 /// A whole rules file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +50,9 @@ pub struct ScriptedRule {
     /// Counts to report; a missing count is computed (whitespace-separated words).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ScriptedUsage>,
+    /// Token ids and logprobs to report, as an RL-ready server (vLLM) would.
+    #[serde(default, skip_serializing_if = "TokenDetail::is_empty")]
+    pub tokens: TokenDetail,
 }
 
 /// The `fallback` answer: a rule without conditions (and without captures to substitute).
@@ -64,6 +67,8 @@ pub struct ScriptedReply {
     pub tool_calls: Vec<ScriptedToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ScriptedUsage>,
+    #[serde(default, skip_serializing_if = "TokenDetail::is_empty")]
+    pub tokens: TokenDetail,
 }
 
 /// Holds when some message (of `role` if given; only the conversation's last message when
@@ -135,6 +140,7 @@ struct Answer {
     finish_reason: String,
     tool_calls: Vec<ToolCall>,
     usage: ScriptedUsage,
+    tokens: TokenDetail,
 }
 
 /// What a matched rule (or the fallback) says for one conversation.
@@ -144,6 +150,7 @@ pub(crate) struct Rendered {
     pub finish_reason: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
+    pub tokens: TokenDetail,
 }
 
 /// The groups of one regex match: by index (`None` = did not participate) and by name.
@@ -240,6 +247,7 @@ impl Answer {
         finish_reason: Option<String>,
         tool_calls: Vec<ScriptedToolCall>,
         usage: Option<ScriptedUsage>,
+        tokens: TokenDetail,
     ) -> Self {
         let tool_calls: Vec<ToolCall> = tool_calls
             .into_iter()
@@ -260,6 +268,7 @@ impl Answer {
             finish_reason,
             tool_calls,
             usage: usage.unwrap_or_default(),
+            tokens,
         }
     }
 
@@ -280,6 +289,7 @@ impl Answer {
             finish_reason: self.finish_reason.clone(),
             tool_calls: self.tool_calls.clone(),
             usage,
+            tokens: self.tokens.clone(),
         }
     }
 }
@@ -313,13 +323,13 @@ impl CompiledRules {
                         })
                     })
                     .collect::<Result<Vec<_>, String>>()?;
-                let answer = Answer::compile(rule.reply, rule.finish_reason, rule.tool_calls, rule.usage);
+                let answer = Answer::compile(rule.reply, rule.finish_reason, rule.tool_calls, rule.usage, rule.tokens);
                 Ok(CompiledRule { conditions, answer })
             })
             .collect::<Result<Vec<_>, String>>()?;
         let fallback = rules
             .fallback
-            .map(|f| Answer::compile(f.reply, f.finish_reason, f.tool_calls, f.usage));
+            .map(|f| Answer::compile(f.reply, f.finish_reason, f.tool_calls, f.usage, f.tokens));
         Ok(CompiledRules {
             model: rules.model,
             rules: compiled,
