@@ -8,13 +8,14 @@
 //! - [`messages`]: per LLM call, the prompt followed by the assistant's answer;
 //! - [`final_reward`]: the primary reward of the last span that carries one;
 //! - [`rewards`]: every named reward, in order;
-//! - [`conventions`]: the span names and attribute keys all this reads.
+//! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
+//!   the one definition the host's tracer and the OTLP ingest use too.
 //!
 //! Every function takes one attempt's spans as `&[Span]` or `&[Arc<Span>]` (anything that
 //! borrows as a [`Span`]). Malformed attributes never panic: they are skipped or defaulted as
 //! each module documents.
 
-pub mod conventions;
+pub use agl_store::semconv as conventions;
 
 mod attrs;
 mod llm;

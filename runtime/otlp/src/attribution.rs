@@ -14,9 +14,7 @@ use agl_store::JsonMap;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use serde_json::Value as Json;
 
-pub const ROLLOUT_ID: &str = "agentlightning.rollout_id";
-pub const ATTEMPT_ID: &str = "agentlightning.attempt_id";
-pub const SPAN_SEQUENCE_ID: &str = "agentlightning.span_sequence_id";
+pub use agl_store::semconv::{ATTEMPT_ID, ROLLOUT_ID, SPAN_SEQUENCE_ID};
 
 /// The value of `key`, span-level first; `null` is absent.
 fn lookup<'a>(key: &str, span: &'a JsonMap, resource: &'a JsonMap) -> Option<&'a Json> {

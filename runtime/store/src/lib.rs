@@ -1,9 +1,10 @@
 //! The LightningStore: the single source of truth and task queue of agl-host.
 //!
-//! This crate owns three things and nothing else (it knows nothing of wasm or HTTP):
+//! This crate owns four things and nothing else (it knows nothing of wasm or HTTP):
 //! - [`model`]: the data model, serde-identical to Agent-lightning 0.3.0's wire shapes;
 //! - [`LightningStore`]: the async store API, and [`rules`]: the status machine every backend shares;
-//! - [`InMemoryLightningStore`]: the in-memory backend with its watchdog and event-driven waits.
+//! - [`InMemoryLightningStore`]: the in-memory backend with its watchdog and event-driven waits;
+//! - [`semconv`]: the span contract (names and attribute keys) every crate writes and reads.
 
 pub mod clock;
 pub mod error;
@@ -11,10 +12,13 @@ pub mod memory;
 pub mod model;
 pub mod query_exec;
 pub mod rules;
+pub mod semconv;
 pub mod store;
+pub mod text;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{StoreError, StoreResult};
 pub use memory::{InMemoryLightningStore, InMemoryOptions};
 pub use model::*;
 pub use store::{AttemptRef, LightningStore};
+pub use text::clip;
