@@ -106,9 +106,20 @@ pub struct StoreArgs {
     /// Require `Authorization: Bearer TOKEN` on every route but health.
     #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Largest request body, e.g. 16MiB.
+    /// Largest request body, e.g. 16MiB (a gzip body sent to /v1/traces may inflate to this much).
     #[arg(long, default_value = "16MiB", value_name = "SIZE")]
     pub max_body: String,
+    /// Time a client has to send a request's headers, e.g. 30s; a connection that sends none for
+    /// this long (slow, or kept alive and idle) is closed.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub header_timeout: String,
+    /// Time a client has to send a request's body once its headers are in, e.g. 60s (then 408).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub body_timeout: String,
+    /// Connections served at once; more clients wait until one closes. Keep it below the open
+    /// file limit (`ulimit -n`).
+    #[arg(long, default_value_t = 512, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     /// Threads serving requests (default: one per CPU). With 1, everything runs on one thread
     /// with no work-stealing scheduler: the leanest where clients and the store share a small
     /// machine.
@@ -273,6 +284,28 @@ pub struct AgentSandboxArgs {
     /// Timeout of one LLM call, e.g. 120s.
     #[arg(long, value_name = "DURATION")]
     pub llm_timeout: Option<String>,
+    /// Largest LLM request (bytes of its messages), e.g. 4MiB; a larger one is refused, not sent.
+    #[arg(long, value_name = "SIZE")]
+    pub agent_llm_max_request: Option<String>,
+    /// Largest `max_tokens` one LLM request may ask for.
+    #[arg(long, value_name = "N")]
+    pub agent_llm_max_output_tokens: Option<u32>,
+    /// Most tools one LLM request may offer.
+    #[arg(long, value_name = "N")]
+    pub agent_llm_max_tools: Option<u32>,
+    /// Largest tool list of one LLM request (bytes of names, descriptions and schemas), e.g. 1MiB.
+    #[arg(long, value_name = "SIZE")]
+    pub agent_llm_max_tools_size: Option<String>,
+    /// Spans one attempt may record (host calls: logs, messages, LLM calls...); past it they are
+    /// counted and summarised by one `agl.spans.dropped` span. The final reward is always kept.
+    #[arg(long, value_name = "N")]
+    pub agent_max_spans: Option<u32>,
+    /// Bytes of span content one attempt may make the host hold, e.g. 32MiB.
+    #[arg(long, value_name = "SIZE")]
+    pub agent_max_span_bytes: Option<String>,
+    /// Longest text kept in one span attribute (a log line, a message, a prompt), e.g. 64KiB.
+    #[arg(long, value_name = "SIZE")]
+    pub agent_max_attribute_bytes: Option<String>,
     /// Give the agent the real clocks instead of virtual, per-attempt ones.
     #[arg(long)]
     pub agent_real_clock: bool,
@@ -313,6 +346,16 @@ impl AgentSandboxArgs {
             ("--agent-llm-calls", self.agent_llm_calls.map(|c| c.to_string())),
             ("--agent-llm-tokens", self.agent_llm_tokens.map(|t| t.to_string())),
             ("--llm-timeout", self.llm_timeout.clone()),
+            ("--agent-llm-max-request", self.agent_llm_max_request.clone()),
+            (
+                "--agent-llm-max-output-tokens",
+                self.agent_llm_max_output_tokens.map(|t| t.to_string()),
+            ),
+            ("--agent-llm-max-tools", self.agent_llm_max_tools.map(|t| t.to_string())),
+            ("--agent-llm-max-tools-size", self.agent_llm_max_tools_size.clone()),
+            ("--agent-max-spans", self.agent_max_spans.map(|n| n.to_string())),
+            ("--agent-max-span-bytes", self.agent_max_span_bytes.clone()),
+            ("--agent-max-attribute-bytes", self.agent_max_attribute_bytes.clone()),
         ];
         for (flag, value) in optional {
             if let Some(value) = value {
@@ -394,6 +437,20 @@ mod tests {
             "--agent-env",
             "A=1",
             "--agent-real-clock",
+            "--agent-llm-max-request",
+            "8MiB",
+            "--agent-llm-max-output-tokens",
+            "4096",
+            "--agent-llm-max-tools",
+            "16",
+            "--agent-llm-max-tools-size",
+            "64KiB",
+            "--agent-max-spans",
+            "500",
+            "--agent-max-span-bytes",
+            "4MiB",
+            "--agent-max-attribute-bytes",
+            "8KiB",
         ])
         .expect("parses");
         let Command::Run(run) = cli.command else {
@@ -418,6 +475,23 @@ mod tests {
         assert_eq!(runner.sandbox.agent_dir, ["/tmp::/data:rw"]);
         assert_eq!(runner.sandbox.agent_env, ["A=1"]);
         assert!(runner.sandbox.agent_real_clock);
+        let limits = (
+            runner.sandbox.agent_llm_max_request.as_deref(),
+            runner.sandbox.agent_llm_max_output_tokens,
+            runner.sandbox.agent_llm_max_tools,
+            runner.sandbox.agent_llm_max_tools_size.as_deref(),
+        );
+        assert_eq!(limits, (Some("8MiB"), Some(4096), Some(16), Some("64KiB")));
+        let spans = (
+            runner.sandbox.agent_max_spans,
+            runner.sandbox.agent_max_span_bytes.as_deref(),
+            runner.sandbox.agent_max_attribute_bytes.as_deref(),
+        );
+        assert_eq!(
+            spans,
+            (Some(500), Some("4MiB"), Some("8KiB")),
+            "span budgets reach the runners"
+        );
     }
 
     #[test]

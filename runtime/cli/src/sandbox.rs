@@ -42,6 +42,33 @@ pub fn overrides(args: &AgentSandboxArgs) -> Result<PolicyOverrides, InputError>
             .map(parse_duration)
             .transpose()
             .map_err(|e| bad("llm-timeout", e))?,
+        llm_max_request_bytes: args
+            .agent_llm_max_request
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .map_err(|e| bad("agent-llm-max-request", e))?,
+        llm_max_output_tokens: args.agent_llm_max_output_tokens,
+        llm_max_tools: args.agent_llm_max_tools,
+        llm_max_tools_bytes: args
+            .agent_llm_max_tools_size
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .map_err(|e| bad("agent-llm-max-tools-size", e))?,
         real_clock: args.agent_real_clock,
+        max_spans: args.agent_max_spans,
+        max_span_bytes: args
+            .agent_max_span_bytes
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .map_err(|e| bad("agent-max-span-bytes", e))?,
+        max_attribute_bytes: args
+            .agent_max_attribute_bytes
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .map_err(|e| bad("agent-max-attribute-bytes", e))?,
     })
 }

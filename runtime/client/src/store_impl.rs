@@ -2,6 +2,7 @@
 //! Batch methods without a batch route (`add_spans`, `get_next_span_sequence_ids`) send one
 //! request per item over the kept-alive connection.
 
+use crate::fit::fit_span;
 use crate::transport::{Call, HttpStoreClient, NotFound, segment};
 use agl_store::*;
 use async_trait::async_trait;
@@ -162,10 +163,20 @@ impl LightningStore for HttpStoreClient {
         Ok(stored.map(Arc::new))
     }
 
+    /// One request per span, each clipped to fit; a span the server still refuses (a 4xx other
+    /// than "not found") is logged and skipped so that its neighbours are not lost with it.
     async fn add_spans(&self, spans: Vec<Span>) -> StoreResult<Vec<Arc<Span>>> {
         let mut stored = Vec::with_capacity(spans.len());
         for span in spans {
-            stored.extend(self.add_span(span).await?);
+            let span = fit_span(span, self.options().max_span_bytes);
+            let (rollout_id, span_id) = (span.rollout_id.clone(), span.span_id.clone());
+            match self.add_span(span).await {
+                Ok(kept) => stored.extend(kept),
+                Err(StoreError::InvalidArgument(detail)) => {
+                    tracing::warn!("span {span_id} of {rollout_id} refused by the store, skipped: {detail}");
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(stored)
     }

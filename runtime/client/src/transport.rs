@@ -79,6 +79,11 @@ fn detail_of(text: &str) -> String {
 }
 
 impl HttpStoreClient {
+    /// How this client connects, retries and sizes spans.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
     /// A client for the store at `base_url` (e.g. `http://127.0.0.1:4747`).
     pub fn new(base_url: &str, options: ClientOptions) -> StoreResult<Self> {
         let client = Client::builder()

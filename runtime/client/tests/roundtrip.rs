@@ -212,3 +212,77 @@ async fn a_gone_server_is_retried_then_reported_as_a_backend_error() {
     // Two retries of 20 ms (plus the health probes' waits) happened before giving up.
     assert!(started.elapsed() >= Duration::from_millis(40));
 }
+
+/// A server whose body limit is `max_body` bytes.
+async fn small_server(max_body: usize) -> (agl_server::ServerHandle, Arc<InMemoryLightningStore>) {
+    let store = Arc::new(InMemoryLightningStore::new());
+    let options = ServerOptions {
+        port: 0,
+        max_body_bytes: max_body,
+        ..ServerOptions::default()
+    };
+    let handle = serve(store.clone(), options).await.expect("server starts");
+    (handle, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_span_is_clipped_to_fit_and_never_lost_with_its_neighbours() {
+    let (server, store) = small_server(64 << 10).await;
+    let rollout = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
+            worker_id: None,
+        })
+        .await
+        .expect("rollout");
+    let big = |span_id: &str, sequence_id: u64| {
+        let mut span = reward_span(&rollout, span_id, sequence_id);
+        span.attributes
+            .insert("agl.log.message".into(), json!("x".repeat(200 << 10)));
+        span
+    };
+    let batch = || {
+        vec![
+            reward_span(&rollout, "00000000000000a1", 1),
+            big("00000000000000a2", 2),
+            reward_span(&rollout, "00000000000000a3", 3),
+        ]
+    };
+
+    // A client that knows the server's limit clips the big span and sends all three.
+    let fitting = HttpStoreClient::new(
+        &server.url(),
+        ClientOptions {
+            max_span_bytes: 60 << 10,
+            ..ClientOptions::default()
+        },
+    )
+    .expect("client");
+    let stored = fitting.add_spans(batch()).await.expect("sent");
+    assert_eq!(stored.len(), 3, "the batch arrives whole");
+    let clipped = &stored[1];
+    assert!(
+        clipped.attributes[agl_client::CLIPPED_BYTES]
+            .as_u64()
+            .is_some_and(|n| n > 140 << 10)
+    );
+
+    // One that does not (the default 15 MiB) gets a 413 for the big span: that span is
+    // skipped, its neighbours still arrive.
+    let rollout_b = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!({"q": 2})),
+            worker_id: None,
+        })
+        .await
+        .expect("rollout");
+    let mut spans = batch();
+    for span in &mut spans {
+        span.rollout_id.clone_from(&rollout_b.rollout.rollout_id);
+        span.attempt_id.clone_from(&rollout_b.attempt.attempt_id);
+    }
+    let unaware = client(&server.url(), None);
+    let stored = unaware.add_spans(spans).await.expect("the batch goes on");
+    let ids: Vec<&str> = stored.iter().map(|s| s.span_id.as_str()).collect();
+    assert_eq!(ids, ["00000000000000a1", "00000000000000a3"]);
+}

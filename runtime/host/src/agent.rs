@@ -7,8 +7,9 @@ use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
 use crate::clocks::attempt_seed;
+use crate::failure::{Failure, MAX_REASON_BYTES, one_line};
 use crate::imports::llm::LlmGate;
-use crate::imports::reward::{PRIMARY, record_reward};
+use crate::imports::reward::{final_reward, invalid_reward, record_final_reward};
 use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
 use crate::sandbox::attempt_wasi;
@@ -21,9 +22,6 @@ use opentelemetry::trace::Status;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::{Store, StoreLimitsBuilder};
-
-/// Longest failure reason kept (an agent's error string can be arbitrarily long).
-const MAX_REASON_BYTES: usize = 4 << 10;
 
 /// Everything one attempt needs besides the component.
 pub struct AttemptRequest<'a> {
@@ -58,7 +56,7 @@ pub struct AttemptOutcome {
     pub stdout: CapturedOutput,
     pub stderr: CapturedOutput,
     pub elapsed: Duration,
-    /// Host-call spans not kept because the attempt went past its span allowance.
+    /// Host-call spans not kept because the attempt went past its span budget.
     pub spans_dropped: u32,
     /// Spans could not be written to the store (the reason), e.g. the rollout is unknown there.
     pub trace_error: Option<String>,
@@ -124,13 +122,15 @@ impl AgentComponent {
         let started = Instant::now();
         let (rollout, attempt) = (request.rollout, request.attempt);
         let seed = attempt_seed(&rollout.rollout_id, attempt.sequence_id);
-        let trace = request.recorder.begin_attempt(&rollout.rollout_id, &attempt.attempt_id);
+        let trace = request
+            .recorder
+            .begin_attempt(&rollout.rollout_id, &attempt.attempt_id, self.policy.spans);
         trace.annotate_root(vec![
-            KeyValue::new("agl.agent", self.name.clone()),
-            KeyValue::new("agl.attempt.sequence_id", i64::from(attempt.sequence_id)),
-            KeyValue::new("agl.random_seed", seed.to_string()),
-            KeyValue::new("agl.clock", if self.policy.real_clock { "real" } else { "virtual" }),
-            KeyValue::new("agl.clock.start", attempt.start_time),
+            KeyValue::new(names::AGENT, self.name.clone()),
+            KeyValue::new(names::ATTEMPT_SEQUENCE_ID, i64::from(attempt.sequence_id)),
+            KeyValue::new(names::RANDOM_SEED, seed.to_string()),
+            KeyValue::new(names::CLOCK, if self.policy.real_clock { "real" } else { "virtual" }),
+            KeyValue::new(names::CLOCK_START, attempt.start_time),
         ]);
         if let Some(observer) = request.trace_observer {
             observer.trace_started(rollout, attempt);
@@ -176,19 +176,23 @@ impl AgentComponent {
         };
         let task_json = rollout.input.to_string();
         let limit = self.policy.deadline + self.policy.llm_timeout + HOST_CALL_GRACE;
-        let result = match fuel_error {
-            Some(e) => Err(format!("cannot set the fuel budget: {e}")),
+        let result: Result<Option<f64>, Failure> = match fuel_error {
+            Some(e) => Err(plain_failure(format!("cannot set the fuel budget: {e}"))),
             None => match tokio::time::timeout(limit, self.instantiate_and_call(&mut store, &ctx, &task_json)).await {
-                Err(_) => Err(format!(
+                Err(_) => Err(plain_failure(format!(
                     "deadline of {:?} exceeded while the agent waited in a host call",
                     self.policy.deadline
-                )),
+                ))),
                 Ok(Err(trap)) => Err(self.describe_trap("agent", &trap, &wasi.stderr.peek())),
-                Ok(Ok(Err(reason))) => Err(format!("agent error: {}", clip(&reason, MAX_REASON_BYTES))),
-                Ok(Ok(Ok(Some(reward)))) if !reward.is_finite() => {
-                    Err(format!("the agent returned a non-finite reward ({reward})"))
-                }
-                Ok(Ok(Ok(reward))) => Ok(reward),
+                Ok(Ok(Err(reason))) => Err(plain_failure(format!(
+                    "agent error: {}",
+                    clip(&reason, MAX_REASON_BYTES)
+                ))),
+                Ok(Ok(Ok(Some(reward)))) => match invalid_reward(reward) {
+                    Some(why) => Err(plain_failure(format!("the agent returned a bad reward: {why}"))),
+                    None => Ok(Some(reward)),
+                },
+                Ok(Ok(Ok(None))) => Ok(None),
             },
         };
 
@@ -198,39 +202,43 @@ impl AgentComponent {
         for (name, output) in [(names::STDOUT, &stdout), (names::STDERR, &stderr)] {
             if !output.text.is_empty() || output.dropped_bytes > 0 {
                 let attributes = vec![
-                    KeyValue::new("agl.output.text", output.text.clone()),
+                    KeyValue::new(names::OUTPUT_TEXT, output.text.clone()),
                     KeyValue::new(
-                        "agl.output.dropped_bytes",
+                        names::OUTPUT_DROPPED_BYTES,
                         i64::try_from(output.dropped_bytes).unwrap_or(i64::MAX),
                     ),
                 ];
-                state.trace.instant(name, attributes, Status::Unset);
+                state.trace.instant_always(name, attributes, Status::Unset);
             }
         }
-        if let Ok(Some(reward)) = result {
-            record_reward(&mut state, PRIMARY, reward);
-        }
-        let HostState {
-            trace,
-            llm,
-            rewards,
-            spans_dropped,
-            ..
-        } = state;
-        trace.annotate_root(vec![
-            KeyValue::new("agl.llm.calls", i64::from(llm.calls)),
-            KeyValue::new("agl.llm.tokens", i64::try_from(llm.tokens).unwrap_or(i64::MAX)),
-            KeyValue::new("agl.spans_dropped", i64::from(spans_dropped)),
-        ]);
-        let (status, failure, reward) = match result {
+        let reward = match &result {
             Ok(returned) => {
-                trace.set_outcome(Status::Ok);
-                (AttemptStatus::Succeeded, None, returned.or(rewards.last_primary))
+                let reward = final_reward(*returned, &state.rewards);
+                if let Some(value) = reward {
+                    record_final_reward(&mut state, *returned, value);
+                }
+                reward
             }
-            Err(reason) => {
+            Err(_) => None,
+        };
+        let HostState { trace, llm, .. } = state;
+        trace.annotate_root(vec![
+            KeyValue::new(names::LLM_CALLS, i64::from(llm.calls)),
+            KeyValue::new(names::LLM_TOKENS, i64::try_from(llm.tokens).unwrap_or(i64::MAX)),
+        ]);
+        let spans_dropped = trace.dropped().spans;
+        let (status, failure) = match result {
+            Ok(_) => {
+                trace.set_outcome(Status::Ok);
+                (AttemptStatus::Succeeded, None)
+            }
+            Err(Failure { reason, detail }) => {
                 trace.set_outcome(Status::error(reason.clone()));
-                trace.annotate_root(vec![KeyValue::new("agl.failure", reason.clone())]);
-                (AttemptStatus::Failed, Some(reason), None)
+                trace.annotate_root(vec![
+                    KeyValue::new(names::FAILURE, reason.clone()),
+                    KeyValue::new(names::FAILURE_DETAIL, detail),
+                ]);
+                (AttemptStatus::Failed, Some(reason))
             }
         };
         if let Some(observer) = request.trace_observer {
@@ -254,5 +262,14 @@ impl AgentComponent {
             spans_dropped,
             trace_error,
         }
+    }
+}
+
+/// A failure with nothing more to say than its reason (bounded, on one line).
+fn plain_failure(reason: String) -> Failure {
+    let reason = one_line(&reason, MAX_REASON_BYTES);
+    Failure {
+        detail: reason.clone(),
+        reason,
     }
 }

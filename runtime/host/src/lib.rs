@@ -19,6 +19,7 @@ mod clocks;
 mod deadline;
 mod engine;
 mod error;
+pub mod failure;
 mod imports;
 mod loaded;
 /// The sandbox policy (its own crate, `agl-policy`, so that parsing it needs no wasmtime).
@@ -40,4 +41,4 @@ pub use error::HostError;
 pub use loaded::Loaded;
 pub use policy::{DirAccess, DirGrant, LlmBudget, PolicyError, PolicyOverrides, SandboxPolicy};
 pub use spans::SpanRecorder;
-pub use state::{MAX_ATTRIBUTE_BYTES, MAX_SPANS_PER_ATTEMPT};
+pub use state::MAX_ATTRIBUTE_BYTES;

@@ -1,12 +1,11 @@
 //! What every loaded component carries besides its `InstancePre`: its name, its sandbox policy and
-//! how it was loaded; and the words for a guest that trapped, shared by agents and algorithms.
+//! how it was loaded.
 
 use crate::cache::Compiled;
+use crate::failure::{self, Failure};
 use crate::output::CapturedOutput;
 use crate::policy::SandboxPolicy;
-use crate::state::clip;
 use std::time::Duration;
-use wasmtime::Trap;
 
 /// A component's identity and limits (agents and algorithms deref to it).
 #[derive(Debug, Clone)]
@@ -64,31 +63,8 @@ impl Loaded {
         (self.compiled, self.compile_time)
     }
 
-    /// Why the guest (`role`: "agent" or "algorithm") stopped, in words, with the last line it
-    /// wrote to stderr when there is one.
-    pub(crate) fn describe_trap(&self, role: &str, error: &wasmtime::Error, stderr: &CapturedOutput) -> String {
-        let policy = &self.policy;
-        let reason = match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.deadline),
-            Some(Trap::StackOverflow) => "stack overflow (call stack exhausted, e.g. by deep recursion)".to_owned(),
-            Some(Trap::MemoryOutOfBounds) => {
-                format!("out-of-bounds memory access (e.g. the {role}'s own stack overflowed by deep recursion)")
-            }
-            Some(Trap::OutOfFuel) => format!("fuel budget of {} exhausted", policy.fuel.unwrap_or_default()),
-            Some(Trap::UnreachableCodeReached) => format!("the {role} panicked (wasm `unreachable` executed)"),
-            Some(trap) => format!("trap: {trap}"),
-            None => {
-                let text = format!("{error:#}");
-                if text.contains("forcing trap when growing memory") {
-                    format!("memory limit of {} MiB exceeded", policy.memory_bytes >> 20)
-                } else {
-                    format!("trap: {}", text.lines().next().unwrap_or_default())
-                }
-            }
-        };
-        match stderr.text.lines().rev().find(|l| !l.trim().is_empty()) {
-            Some(last) => format!("{reason}; last stderr line: {}", clip(last, 512)),
-            None => reason,
-        }
+    /// Why the guest (`role`: "agent" or "algorithm") stopped, in one line and in full.
+    pub(crate) fn describe_trap(&self, role: &str, error: &wasmtime::Error, stderr: &CapturedOutput) -> Failure {
+        failure::describe_trap(role, &self.policy, error, stderr)
     }
 }

@@ -16,6 +16,21 @@ pub const DEFAULT_OUTPUT_CAPTURE_BYTES: usize = 64 << 10;
 pub const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_LLM_MAX_CALLS: u32 = 100;
 pub const DEFAULT_LLM_MAX_TOKENS: u64 = 1_000_000;
+/// Largest LLM request (bytes of its messages and stop sequences): room for long contexts.
+pub const DEFAULT_LLM_MAX_REQUEST_BYTES: u64 = 4 << 20;
+/// Largest `max_tokens` one LLM request may ask for.
+pub const DEFAULT_LLM_MAX_OUTPUT_TOKENS: u32 = 1_000_000;
+/// Most tools one LLM request may offer, and their total bytes (names, descriptions, schemas).
+pub const DEFAULT_LLM_MAX_TOOLS: u32 = 128;
+pub const DEFAULT_LLM_MAX_TOOLS_BYTES: u64 = 1 << 20;
+/// Host-call spans one attempt may record (the final reward and the summary marker always are).
+pub const DEFAULT_MAX_SPANS: u32 = 10_000;
+/// Bytes of span content one attempt may make the host hold (attribute text and a fixed
+/// overhead per span), the final reward and the summary marker aside.
+pub const DEFAULT_MAX_SPAN_BYTES: u64 = 32 << 20;
+/// Longest string kept in one span attribute (a log line, a message, a prompt); longer ones are
+/// clipped and say so.
+pub const DEFAULT_MAX_ATTRIBUTE_BYTES: usize = 64 << 10;
 /// An algorithm runs the whole optimisation: its limits are per run, not per rollout.
 pub const ALGORITHM_DEADLINE: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const ALGORITHM_MEMORY_BYTES: u64 = 1 << 30;
@@ -67,6 +82,48 @@ impl Default for LlmBudget {
     }
 }
 
+/// How large one LLM request may be. A larger one is refused to the guest as `invalid-request`
+/// (a `max_tokens` beyond what the budget has left as `budget-exceeded`) and never sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LlmRequestLimits {
+    /// Bytes of the messages (content, tool call ids, roles) and stop sequences.
+    pub max_request_bytes: u64,
+    pub max_output_tokens: u32,
+    pub max_tools: u32,
+    /// Bytes of the tool definitions.
+    pub max_tools_bytes: u64,
+}
+
+impl Default for LlmRequestLimits {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: DEFAULT_LLM_MAX_REQUEST_BYTES,
+            max_output_tokens: DEFAULT_LLM_MAX_OUTPUT_TOKENS,
+            max_tools: DEFAULT_LLM_MAX_TOOLS,
+            max_tools_bytes: DEFAULT_LLM_MAX_TOOLS_BYTES,
+        }
+    }
+}
+
+/// What one attempt may make the host hold in spans. Past a bound, further spans are counted
+/// and summarised by one marker span, never buffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanBudget {
+    pub max_spans: u32,
+    pub max_bytes: u64,
+    pub max_attribute_bytes: usize,
+}
+
+impl Default for SpanBudget {
+    fn default() -> Self {
+        Self {
+            max_spans: DEFAULT_MAX_SPANS,
+            max_bytes: DEFAULT_MAX_SPAN_BYTES,
+            max_attribute_bytes: DEFAULT_MAX_ATTRIBUTE_BYTES,
+        }
+    }
+}
+
 /// Limits and grants for every instance of one plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxPolicy {
@@ -85,8 +142,12 @@ pub struct SandboxPolicy {
     pub llm_budget: LlmBudget,
     /// Timeout of one LLM call (a guest blocked in a host call is not interrupted by epochs).
     pub llm_timeout: Duration,
+    /// Bounds on one LLM request, checked before it is sent.
+    pub llm_request: LlmRequestLimits,
     /// Give the guest the real wall and monotonic clocks instead of the virtual ones.
     pub real_clock: bool,
+    /// Spans per attempt: count, bytes, bytes per attribute.
+    pub spans: SpanBudget,
 }
 
 impl Default for SandboxPolicy {
@@ -101,7 +162,9 @@ impl Default for SandboxPolicy {
             allowed_models: Vec::new(),
             llm_budget: LlmBudget::default(),
             llm_timeout: DEFAULT_LLM_TIMEOUT,
+            llm_request: LlmRequestLimits::default(),
             real_clock: false,
+            spans: SpanBudget::default(),
         }
     }
 }
@@ -120,6 +183,15 @@ struct Manifest {
     env: Vec<String>,
     real_clock: Option<bool>,
     llm: Option<ManifestLlm>,
+    spans: Option<ManifestSpans>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ManifestSpans {
+    max_count: Option<u32>,
+    max_bytes: Option<String>,
+    max_attribute_bytes: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -130,6 +202,10 @@ struct ManifestLlm {
     max_calls: Option<u32>,
     max_tokens: Option<u64>,
     timeout: Option<String>,
+    max_request: Option<String>,
+    max_output_tokens: Option<u32>,
+    max_tools: Option<u32>,
+    max_tools_size: Option<String>,
 }
 
 /// Command-line overrides (the CLI fills these from `--agent-*` flags).
@@ -144,7 +220,14 @@ pub struct PolicyOverrides {
     pub llm_max_calls: Option<u32>,
     pub llm_max_tokens: Option<u64>,
     pub llm_timeout: Option<Duration>,
+    pub llm_max_request_bytes: Option<u64>,
+    pub llm_max_output_tokens: Option<u32>,
+    pub llm_max_tools: Option<u32>,
+    pub llm_max_tools_bytes: Option<u64>,
     pub real_clock: bool,
+    pub max_spans: Option<u32>,
+    pub max_span_bytes: Option<u64>,
+    pub max_attribute_bytes: Option<u64>,
 }
 
 impl SandboxPolicy {
@@ -235,6 +318,29 @@ impl SandboxPolicy {
             if let Some(timeout) = llm.timeout {
                 self.llm_timeout = parse_duration(&timeout)?;
             }
+            if let Some(size) = llm.max_request {
+                self.llm_request.max_request_bytes = parse_size(&size)?;
+            }
+            if let Some(tokens) = llm.max_output_tokens {
+                self.llm_request.max_output_tokens = tokens;
+            }
+            if let Some(count) = llm.max_tools {
+                self.llm_request.max_tools = count;
+            }
+            if let Some(size) = llm.max_tools_size {
+                self.llm_request.max_tools_bytes = parse_size(&size)?;
+            }
+        }
+        if let Some(spans) = manifest.spans {
+            if let Some(count) = spans.max_count {
+                self.spans.max_spans = count;
+            }
+            if let Some(bytes) = spans.max_bytes {
+                self.spans.max_bytes = parse_size(&bytes)?;
+            }
+            if let Some(bytes) = spans.max_attribute_bytes {
+                self.spans.max_attribute_bytes = attribute_bytes(parse_size(&bytes)?);
+            }
         }
         Ok(())
     }
@@ -262,8 +368,34 @@ impl SandboxPolicy {
         if let Some(timeout) = overrides.llm_timeout {
             self.llm_timeout = timeout;
         }
+        if let Some(bytes) = overrides.llm_max_request_bytes {
+            self.llm_request.max_request_bytes = bytes;
+        }
+        if let Some(tokens) = overrides.llm_max_output_tokens {
+            self.llm_request.max_output_tokens = tokens;
+        }
+        if let Some(count) = overrides.llm_max_tools {
+            self.llm_request.max_tools = count;
+        }
+        if let Some(bytes) = overrides.llm_max_tools_bytes {
+            self.llm_request.max_tools_bytes = bytes;
+        }
         self.real_clock |= overrides.real_clock;
+        if let Some(count) = overrides.max_spans {
+            self.spans.max_spans = count;
+        }
+        if let Some(bytes) = overrides.max_span_bytes {
+            self.spans.max_bytes = bytes;
+        }
+        if let Some(bytes) = overrides.max_attribute_bytes {
+            self.spans.max_attribute_bytes = attribute_bytes(bytes);
+        }
     }
+}
+
+/// An attribute cap as a length; at least 64 bytes, so a clipped value still says something.
+fn attribute_bytes(bytes: u64) -> usize {
+    usize::try_from(bytes).unwrap_or(usize::MAX).max(64)
 }
 
 /// `HOST_DIR[::GUEST_DIR][:ro|:rw]`; read-only unless `:rw`; the guest path defaults to the host path.
@@ -453,6 +585,10 @@ mod tests {
                 max-calls = 10
                 max-tokens = 5000
                 timeout = "30s"
+                [spans]
+                max-count = 500
+                max-bytes = "4MiB"
+                max-attribute-bytes = "8KiB"
                 "#,
             )
             .unwrap();
@@ -470,7 +606,20 @@ mod tests {
             }
         );
         assert!(policy.real_clock);
+        assert_eq!(
+            policy.spans,
+            SpanBudget {
+                max_spans: 500,
+                max_bytes: 4 << 20,
+                max_attribute_bytes: 8 << 10
+            }
+        );
         assert!(SandboxPolicy::default().apply_manifest("network = true").is_err());
+        assert!(
+            SandboxPolicy::default()
+                .apply_manifest("[spans]\nmax-bytes = \"lots\"")
+                .is_err()
+        );
     }
 
     #[test]
@@ -500,5 +649,57 @@ mod tests {
         let err = SandboxPolicy::for_component(&wasm).unwrap_err();
         assert!(err.to_string().contains("agent.toml"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn llm_request_limits_layer_defaults_manifest_and_flags() {
+        let mut policy = SandboxPolicy::default();
+        assert_eq!(
+            policy.llm_request,
+            LlmRequestLimits {
+                max_request_bytes: 4 << 20,
+                max_output_tokens: 1_000_000,
+                max_tools: 128,
+                max_tools_bytes: 1 << 20,
+            }
+        );
+        policy
+            .apply_manifest(
+                r#"
+                [llm]
+                max-request = "16MiB"
+                max-output-tokens = 4096
+                max-tools = 8
+                max-tools-size = "64KiB"
+                "#,
+            )
+            .unwrap();
+        assert_eq!(
+            policy.llm_request,
+            LlmRequestLimits {
+                max_request_bytes: 16 << 20,
+                max_output_tokens: 4096,
+                max_tools: 8,
+                max_tools_bytes: 64 << 10,
+            }
+        );
+        assert!(policy.apply_manifest("[llm]\nmax-request = \"lots\"\n").is_err());
+        policy.apply_overrides(PolicyOverrides {
+            llm_max_request_bytes: Some(1024),
+            llm_max_tools: Some(0),
+            ..PolicyOverrides::default()
+        });
+        assert_eq!(
+            (policy.llm_request.max_request_bytes, policy.llm_request.max_tools),
+            (1024, 0)
+        );
+        assert_eq!(
+            policy.llm_request.max_output_tokens, 4096,
+            "an absent flag keeps the manifest's"
+        );
+        assert_eq!(
+            SandboxPolicy::algorithm_defaults().llm_request,
+            LlmRequestLimits::default()
+        );
     }
 }

@@ -180,6 +180,9 @@ pub const LLM_PROMPT_MESSAGES_DROPPED_AT: &str = "agl.llm.prompt_messages_droppe
 pub const LLM_PROMPT_MESSAGES: &str = "agl.llm.prompt_messages";
 /// LLM span: tool calls of the completion not recorded.
 pub const LLM_TOOL_CALLS_DROPPED: &str = "agl.llm.tool_calls_dropped";
+/// LLM span: bytes of logprobs JSON not recorded (longer than the attribute cap; clipped JSON
+/// would not parse).
+pub const LLM_LOGPROBS_DROPPED_BYTES: &str = "agl.llm.logprobs_dropped_bytes";
 /// LLM span of an algorithm: the algorithm that made the call.
 pub const ALGORITHM: &str = "agl.algorithm";
 /// Captured stdout / stderr: the text kept and the bytes left out.

@@ -15,11 +15,11 @@ pub use convert::{ATTEMPT_FAILURE_KEY, attempt_failure};
 pub use observer::{AlgorithmObserver, BestResult, LogLevel, Recorded, RecordingObserver};
 pub(crate) use state::AlgorithmState;
 
+use crate::failure::{MAX_REASON_BYTES, one_line};
 use crate::imports::llm::LlmGate;
 use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
 use crate::sandbox::attempt_wasi;
-use crate::state::clip;
 use agl_llm::LlmBackend;
 use agl_store::LightningStore;
 use bindings::{AlgorithmPre, Datasets};
@@ -113,8 +113,8 @@ impl AlgorithmComponent {
                 "deadline of {:?} exceeded while the algorithm waited in a host call",
                 self.policy.deadline
             )),
-            Ok(Err(trap)) => Err(self.describe_trap("algorithm", &trap, &wasi.stderr.peek())),
-            Ok(Ok(Err(reason))) => Err(clip(&reason, 4 << 10)),
+            Ok(Err(trap)) => Err(self.describe_trap("algorithm", &trap, &wasi.stderr.peek()).reason),
+            Ok(Ok(Err(reason))) => Err(one_line(&reason, MAX_REASON_BYTES)),
             Ok(Ok(Ok(summary))) => Ok(serde_json::from_str(&summary).unwrap_or(serde_json::Value::String(summary))),
         };
         let state = store.into_data();

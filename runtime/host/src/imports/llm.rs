@@ -6,7 +6,7 @@
 use crate::bindings::llm::{self as wit, Host};
 use crate::policy::{LlmBudget, SandboxPolicy};
 use crate::spans::names;
-use crate::state::{HostState, MAX_ATTRIBUTE_BYTES, clip};
+use crate::state::{HostState, clip};
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, Role, Tool};
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, KeyValue, StringValue, Value};
@@ -172,7 +172,7 @@ pub(crate) fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
 }
 
 /// GenAI request attributes, with the prompt messages as `gen_ai.prompt.{i}.role/content`.
-fn request_attributes(request: &wit::ChatRequest, model: &str) -> Vec<KeyValue> {
+fn request_attributes(request: &wit::ChatRequest, model: &str, cap: usize) -> Vec<KeyValue> {
     let mut attributes = vec![
         KeyValue::new("gen_ai.operation.name", "chat"),
         KeyValue::new("gen_ai.request.model", model.to_owned()),
@@ -190,13 +190,13 @@ fn request_attributes(request: &wit::ChatRequest, model: &str) -> Vec<KeyValue> 
         ));
         attributes.push(KeyValue::new(
             format!("gen_ai.prompt.{i}.content"),
-            clip(&message.content, MAX_ATTRIBUTE_BYTES),
+            clip(&message.content, cap),
         ));
     }
     attributes
 }
 
-fn response_attributes(response: &ChatResponse) -> Vec<KeyValue> {
+fn response_attributes(response: &ChatResponse, cap: usize) -> Vec<KeyValue> {
     let mut attributes = vec![
         KeyValue::new("gen_ai.response.model", response.model.clone()),
         KeyValue::new(
@@ -206,10 +206,7 @@ fn response_attributes(response: &ChatResponse) -> Vec<KeyValue> {
         KeyValue::new("gen_ai.usage.input_tokens", i64::from(response.usage.input_tokens)),
         KeyValue::new("gen_ai.usage.output_tokens", i64::from(response.usage.output_tokens)),
         KeyValue::new("gen_ai.completion.0.role", "assistant"),
-        KeyValue::new(
-            "gen_ai.completion.0.content",
-            clip(&response.content, MAX_ATTRIBUTE_BYTES),
-        ),
+        KeyValue::new("gen_ai.completion.0.content", clip(&response.content, cap)),
     ];
     for (j, call) in response.tool_calls.iter().enumerate() {
         attributes.push(KeyValue::new(
@@ -222,7 +219,7 @@ fn response_attributes(response: &ChatResponse) -> Vec<KeyValue> {
         ));
         attributes.push(KeyValue::new(
             format!("gen_ai.completion.0.tool_calls.{j}.arguments"),
-            clip(&call.arguments, MAX_ATTRIBUTE_BYTES),
+            clip(&call.arguments, cap),
         ));
     }
     attributes
@@ -230,13 +227,12 @@ fn response_attributes(response: &ChatResponse) -> Vec<KeyValue> {
 
 impl Host for HostState {
     async fn chat(&mut self, request: wit::ChatRequest) -> wasmtime::Result<Result<wit::ChatResponse, wit::LlmError>> {
-        let traced = self.take_span_allowance();
-        let requested_model = request.model.clone();
-        let mut span = traced.then(|| {
-            let model = requested_model.as_deref().unwrap_or(self.llm.backend.default_model());
+        let cap = self.trace.budget().max_attribute_bytes;
+        let model = request.model.as_deref().unwrap_or(self.llm.backend.default_model());
+        let mut span = Some(
             self.trace
-                .start(names::LLM, SpanKind::Client, request_attributes(&request, model))
-        });
+                .start(names::LLM, SpanKind::Client, request_attributes(&request, model, cap)),
+        );
         let outcome = self.llm.call(&request).await;
         let budget = [
             KeyValue::new("agl.llm.calls_used", i64::from(self.llm.calls)),
@@ -248,7 +244,7 @@ impl Host for HostState {
         match outcome {
             Ok(response) => {
                 if let Some(mut span) = span.take() {
-                    span.set_attributes(response_attributes(&response).into_iter().chain(budget));
+                    span.set_attributes(response_attributes(&response, cap).into_iter().chain(budget));
                     span.end_with(Status::Ok);
                 }
                 Ok(Ok(to_guest_response(response)))

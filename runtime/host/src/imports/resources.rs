@@ -54,29 +54,25 @@ impl Host for HostState {
             StoreResource::Llm(llm) => Resource::Llm(endpoint(llm)),
             StoreResource::ProxyLlm(llm) => Resource::ProxyLlm(endpoint(llm)),
         });
-        if self.take_span_allowance() {
-            let attributes = vec![
-                KeyValue::new("agl.resource.name", name),
-                KeyValue::new("agl.resource.found", found.is_some()),
-            ];
-            self.trace.instant(names::RESOURCE_GET, attributes, Status::Unset);
-        }
+        let attributes = vec![
+            KeyValue::new(names::RESOURCE_NAME, name),
+            KeyValue::new(names::RESOURCE_FOUND, found.is_some()),
+        ];
+        self.trace.instant(names::RESOURCE_GET, attributes, Status::Unset);
         Ok(found)
     }
 
     fn format_prompt(&mut self, name: String, vars: Vec<(String, String)>) -> wasmtime::Result<Result<String, String>> {
         let result = self.format_named_prompt(&name, &vars);
-        if self.take_span_allowance() {
-            let mut attributes = vec![KeyValue::new("agl.resource.name", name)];
-            if let Some(id) = self.resources.as_ref().map(|r| r.resources_id.clone()) {
-                attributes.push(KeyValue::new("agl.resources_id", id));
-            }
-            let status = match &result {
-                Ok(_) => Status::Ok,
-                Err(e) => Status::error(e.clone()),
-            };
-            self.trace.instant(names::FORMAT_PROMPT, attributes, status);
+        let mut attributes = vec![KeyValue::new(names::RESOURCE_NAME, name)];
+        if let Some(id) = self.resources.as_ref().map(|r| r.resources_id.clone()) {
+            attributes.push(KeyValue::new(names::RESOURCES_ID, id));
         }
+        let status = match &result {
+            Ok(_) => Status::Ok,
+            Err(e) => Status::error(e.clone()),
+        };
+        self.trace.instant(names::FORMAT_PROMPT, attributes, status);
         Ok(result)
     }
 }

@@ -3,9 +3,12 @@
 
 use crate::bindings::trace::{Host, Level};
 use crate::spans::names;
-use crate::state::{HostState, MAX_ATTRIBUTE_BYTES, clip, clip_owned};
+use crate::state::{HostState, clip};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
+
+/// Longest operation name kept (it becomes a span name).
+const MAX_OPERATION_NAME_BYTES: usize = 256;
 
 fn level_name(level: Level) -> &'static str {
     match level {
@@ -19,46 +22,37 @@ fn level_name(level: Level) -> &'static str {
 
 impl Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        if self.take_span_allowance() {
-            let attributes = vec![
-                KeyValue::new("agl.log.level", level_name(level)),
-                KeyValue::new("agl.log.message", clip_owned(message, MAX_ATTRIBUTE_BYTES)),
-            ];
-            self.trace.instant(names::LOG, attributes, Status::Unset);
-        }
+        let attributes = vec![
+            KeyValue::new(names::LOG_LEVEL, level_name(level)),
+            KeyValue::new(names::MESSAGE_BODY, message),
+        ];
+        self.trace.instant(names::LOG, attributes, Status::Unset);
         Ok(())
     }
 
     fn message(&mut self, text: String) -> wasmtime::Result<()> {
-        if self.take_span_allowance() {
-            let attributes = vec![KeyValue::new("agl.message", clip_owned(text, MAX_ATTRIBUTE_BYTES))];
-            self.trace.instant(names::MESSAGE, attributes, Status::Unset);
-        }
+        let attributes = vec![KeyValue::new(names::MESSAGE_BODY, text)];
+        self.trace.instant(names::MESSAGE, attributes, Status::Unset);
         Ok(())
     }
 
     fn object(&mut self, json: String) -> wasmtime::Result<()> {
-        if self.take_span_allowance() {
-            let status = match serde_json::from_str::<serde_json::Value>(&json) {
-                Ok(_) => Status::Unset,
-                Err(e) => Status::error(format!("not JSON: {e}")),
-            };
-            let attributes = vec![KeyValue::new("agl.object", clip(&json, MAX_ATTRIBUTE_BYTES))];
-            self.trace.instant(names::OBJECT, attributes, status);
-        }
+        let status = match serde_json::from_str::<serde_json::Value>(&json) {
+            Ok(_) => Status::Unset,
+            Err(e) => Status::error(format!("not JSON: {e}")),
+        };
+        let attributes = vec![KeyValue::new(names::OBJECT_JSON, json)];
+        self.trace.instant(names::OBJECT, attributes, status);
         Ok(())
     }
 
     fn start_operation(&mut self, name: String) -> wasmtime::Result<u64> {
-        if !self.take_span_allowance() {
-            return Ok(0);
-        }
-        Ok(self.trace.open_operation(clip(&name, 256)))
+        Ok(self.trace.open_operation(clip(&name, MAX_OPERATION_NAME_BYTES)))
     }
 
     fn end_operation(&mut self, handle: u64, error: Option<String>) -> wasmtime::Result<()> {
-        self.trace
-            .close_operation(handle, error.map(|e| clip(&e, MAX_ATTRIBUTE_BYTES)));
+        let cap = self.trace.budget().max_attribute_bytes;
+        self.trace.close_operation(handle, error.map(|e| clip(&e, cap)));
         Ok(())
     }
 }

@@ -1,24 +1,45 @@
 //! The trace of one attempt: its root span, the agent's open operation spans, and helpers that
-//! record a host call as a child of whatever is open.
+//! record a host call as a child of whatever is open. Every span a guest causes goes through the
+//! attempt's [`SpanAccount`] first: clipped, weighed, and built only if the budget admits it.
 
+use super::budget::{DroppedSpans, SpanAccount};
 use super::names;
+use agl_policy::SpanBudget;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, Span as SdkSpan};
+use parking_lot::Mutex;
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::SystemTime;
 
-/// A span in flight (e.g. an LLM call): set attributes as results arrive, then end it.
-pub struct LiveSpan(SdkSpan);
+/// A span in flight (e.g. an LLM call): set attributes as results arrive, then end it. A span
+/// the budget refused is inert: nothing is kept.
+pub struct LiveSpan {
+    span: Option<SdkSpan>,
+    account: Arc<Mutex<SpanAccount>>,
+}
 
 impl LiveSpan {
     pub fn set_attributes(&mut self, attributes: impl IntoIterator<Item = KeyValue>) {
-        self.0.set_attributes(attributes);
+        let Some(span) = self.span.as_mut() else { return };
+        let mut attributes: Vec<KeyValue> = attributes.into_iter().collect();
+        let mut account = self.account.lock();
+        let bytes = account.clip(&mut attributes);
+        account.add(bytes);
+        span.set_attributes(attributes);
     }
 
-    pub fn end_with(mut self, status: Status) {
-        self.0.set_status(status);
-        self.0.end();
+    /// Whether the budget admitted this span.
+    pub fn is_recorded(&self) -> bool {
+        self.span.is_some()
+    }
+
+    pub fn end_with(self, status: Status) {
+        if let Some(mut span) = self.span {
+            span.set_status(status);
+            span.end();
+        }
     }
 }
 
@@ -28,10 +49,11 @@ pub struct AttemptTrace {
     operations: Vec<(u64, Context)>,
     next_handle: u64,
     trace_id: TraceId,
+    account: Arc<Mutex<SpanAccount>>,
 }
 
 impl AttemptTrace {
-    pub(super) fn begin(tracer: SdkTracer, rollout_id: &str, attempt_id: &str) -> Self {
+    pub(super) fn begin(tracer: SdkTracer, rollout_id: &str, attempt_id: &str, budget: SpanBudget) -> Self {
         let root = tracer
             .span_builder(names::ROOT)
             .with_kind(SpanKind::Internal)
@@ -47,7 +69,25 @@ impl AttemptTrace {
             operations: Vec::new(),
             next_handle: 1,
             trace_id,
+            account: Arc::new(Mutex::new(SpanAccount::new(budget))),
         }
+    }
+
+    /// The budget this trace runs under.
+    pub fn budget(&self) -> SpanBudget {
+        self.account.lock().budget()
+    }
+
+    /// What went past the budget so far.
+    pub fn dropped(&self) -> DroppedSpans {
+        self.account.lock().dropped()
+    }
+
+    /// Clips `attributes` and asks the budget for a span named `name` carrying them.
+    fn admit(&self, name: &str, attributes: &mut [KeyValue]) -> bool {
+        let mut account = self.account.lock();
+        let bytes = account.clip(attributes);
+        account.admit(name, bytes)
     }
 
     pub fn trace_id(&self) -> TraceId {
@@ -68,8 +108,24 @@ impl AttemptTrace {
     }
 
     /// Records a host call that completes at once (a log line, a reward): one clock read serves
-    /// as its start and its end.
-    pub fn instant(&self, name: &'static str, attributes: Vec<KeyValue>, status: Status) {
+    /// as its start and its end. Past the budget it is only counted; says whether it was kept.
+    pub fn instant(&self, name: &'static str, mut attributes: Vec<KeyValue>, status: Status) -> bool {
+        let admitted = self.admit(name, &mut attributes);
+        if admitted {
+            self.record_instant(name, attributes, status);
+        }
+        admitted
+    }
+
+    /// Like [`instant`](Self::instant), outside the budget: for the few spans every attempt must
+    /// keep whatever its guest did (the final reward, the captured output, the drop summary),
+    /// each bounded on its own. Attributes are still clipped.
+    pub fn instant_always(&self, name: &'static str, mut attributes: Vec<KeyValue>, status: Status) {
+        self.account.lock().clip(&mut attributes);
+        self.record_instant(name, attributes, status);
+    }
+
+    fn record_instant(&self, name: &'static str, attributes: Vec<KeyValue>, status: Status) {
         let now = SystemTime::now();
         let mut span = self
             .tracer
@@ -82,13 +138,23 @@ impl AttemptTrace {
         span.end_with_timestamp(now);
     }
 
-    /// Starts a span for a host call that takes time (an LLM call).
-    pub fn start(&self, name: &'static str, kind: SpanKind, attributes: Vec<KeyValue>) -> LiveSpan {
-        LiveSpan(self.start_span(name, kind, attributes))
+    /// Starts a span for a host call that takes time (an LLM call); inert past the budget.
+    pub fn start(&self, name: &'static str, kind: SpanKind, mut attributes: Vec<KeyValue>) -> LiveSpan {
+        let span = self
+            .admit(name, &mut attributes)
+            .then(|| self.start_span(name, kind, attributes));
+        LiveSpan {
+            span,
+            account: Arc::clone(&self.account),
+        }
     }
 
     /// Opens an operation span of the agent's own; later spans nest under it until it closes.
+    /// Past the budget nothing opens and the handle is 0 (closing it does nothing).
     pub fn open_operation(&mut self, name: String) -> u64 {
+        if !self.account.lock().admit(&name, name.len() as u64) {
+            return 0;
+        }
         let span = self.start_span(name, SpanKind::Internal, Vec::new());
         let handle = self.next_handle;
         self.next_handle += 1;
@@ -123,13 +189,42 @@ impl AttemptTrace {
         self.root.span().set_status(status);
     }
 
-    /// Ends open operations (as errors: the agent never closed them) and then the root.
+    /// Ends open operations (as errors: the agent never closed them), records what went past the
+    /// budget as one marker span, then ends the root.
     pub(super) fn end(mut self) {
         while let Some((_, cx)) = self.operations.pop() {
             end_context(&cx, Status::error("not ended by the agent"));
         }
+        let dropped = self.dropped();
+        if dropped.spans > 0 {
+            let budget = self.account.lock().budget();
+            self.instant_always(names::SPANS_DROPPED, drop_summary(&dropped, budget), Status::Unset);
+        }
+        self.annotate_root(vec![KeyValue::new(
+            names::SPANS_DROPPED_COUNT,
+            i64::from(dropped.spans),
+        )]);
         self.root.span().end();
     }
+}
+
+/// The marker span's attributes: counts, bytes, by name, and the budget that was reached.
+fn drop_summary(dropped: &DroppedSpans, budget: SpanBudget) -> Vec<KeyValue> {
+    let by_name = serde_json::to_string(&dropped.by_name).unwrap_or_default();
+    vec![
+        KeyValue::new(names::SPANS_DROPPED_COUNT, i64::from(dropped.spans)),
+        KeyValue::new(
+            names::SPANS_DROPPED_BYTES,
+            i64::try_from(dropped.bytes).unwrap_or(i64::MAX),
+        ),
+        KeyValue::new(names::SPANS_DROPPED_BY_NAME, by_name),
+        KeyValue::new(names::SPANS_BUDGET_BOUND, dropped.bound.unwrap_or_default()),
+        KeyValue::new(names::SPANS_BUDGET_MAX_COUNT, i64::from(budget.max_spans)),
+        KeyValue::new(
+            names::SPANS_BUDGET_MAX_BYTES,
+            i64::try_from(budget.max_bytes).unwrap_or(i64::MAX),
+        ),
+    ]
 }
 
 fn end_context(cx: &Context, status: Status) {

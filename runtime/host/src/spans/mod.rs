@@ -3,28 +3,33 @@
 //! batches with sequence ids. One root span per attempt; host-call spans are its children.
 
 mod attempt;
+mod budget;
 mod convert;
 mod recorder;
 
 pub use attempt::{AttemptTrace, LiveSpan};
+pub use budget::{DroppedSpans, SPAN_OVERHEAD_BYTES, SpanAccount};
 pub use convert::to_store_span;
 pub use recorder::SpanRecorder;
 
-/// Names and attribute keys the host writes (Agent-lightning's where it has one).
+/// Names and attribute keys the host writes: the span contract of [`agl_store::semconv`] (Agent-
+/// lightning's names where it has one), plus the short aliases the host's code uses.
 pub mod names {
-    pub const ROOT: &str = "agentlightning.rollout";
-    pub const REWARD: &str = "agentlightning.annotation";
-    pub const LLM: &str = "openai.chat.completion";
-    pub const LOG: &str = "agl.log";
-    pub const MESSAGE: &str = "agl.message";
-    pub const OBJECT: &str = "agl.object";
-    pub const STDOUT: &str = "agl.stdout";
-    pub const STDERR: &str = "agl.stderr";
-    pub const RESOURCE_GET: &str = "agl.resources.get";
-    pub const FORMAT_PROMPT: &str = "agl.resources.format_prompt";
+    use agl_store::semconv as s;
+    pub use agl_store::semconv::*;
 
-    pub const ROLLOUT_ID: &str = "agentlightning.rollout_id";
-    pub const ATTEMPT_ID: &str = "agentlightning.attempt_id";
-    pub const REWARD_NAME: &str = "agentlightning.reward.0.name";
-    pub const REWARD_VALUE: &str = "agentlightning.reward.0.value";
+    pub const ROOT: &str = s::ROLLOUT_SPAN;
+    pub const REWARD: &str = s::ANNOTATION_SPAN;
+    pub const LLM: &str = s::LLM_SPAN;
+    /// Logs are message spans with a level (Agent-lightning's `AGL_MESSAGE` is for both).
+    pub const LOG: &str = s::MESSAGE_SPAN;
+    pub const MESSAGE: &str = s::MESSAGE_SPAN;
+    pub const OBJECT: &str = s::OBJECT_SPAN;
+    pub const STDOUT: &str = s::STDOUT_SPAN;
+    pub const STDERR: &str = s::STDERR_SPAN;
+    pub const RESOURCE_GET: &str = s::RESOURCE_GET_SPAN;
+    pub const FORMAT_PROMPT: &str = s::FORMAT_PROMPT_SPAN;
+    pub const REWARD_NAME: &str = s::REWARD_0_NAME;
+    pub const REWARD_VALUE: &str = s::REWARD_0_VALUE;
+    pub const SPANS_DROPPED: &str = s::SPANS_DROPPED_SPAN;
 }

@@ -6,6 +6,7 @@
 
 use super::attempt::AttemptTrace;
 use super::convert::to_store_span;
+use agl_policy::SpanBudget;
 use agl_store::{LightningStore, Span};
 use opentelemetry::trace::{TraceId, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -108,9 +109,10 @@ impl SpanRecorder {
         Self { inner }
     }
 
-    /// Opens the trace of one attempt (its root span); spans of this trace go to that attempt.
-    pub fn begin_attempt(&self, rollout_id: &str, attempt_id: &str) -> AttemptTrace {
-        let trace = AttemptTrace::begin(self.inner.tracer.clone(), rollout_id, attempt_id);
+    /// Opens the trace of one attempt (its root span) under a span budget; spans of this trace
+    /// go to that attempt.
+    pub fn begin_attempt(&self, rollout_id: &str, attempt_id: &str, budget: SpanBudget) -> AttemptTrace {
+        let trace = AttemptTrace::begin(self.inner.tracer.clone(), rollout_id, attempt_id, budget);
         self.inner
             .pending
             .attempts

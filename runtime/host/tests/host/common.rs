@@ -179,3 +179,14 @@ pub fn load(relative: &str, policy: SandboxPolicy) -> AgentComponent {
         .load_agent(&guest(relative), policy)
         .expect("the component loads")
 }
+
+/// After an attack, the same host still runs a normal rollout of the probe.
+pub async fn still_serves(agent: &AgentComponent) {
+    let ran = run(agent, serde_json::json!({"do": "noop"}), echo_llm(), None).await;
+    assert_eq!(
+        (ran.outcome.status, ran.outcome.reward),
+        (AttemptStatus::Succeeded, Some(1.0)),
+        "{:?}",
+        ran.outcome.failure
+    );
+}

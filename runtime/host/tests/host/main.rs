@@ -2,6 +2,7 @@
 //! the costly part of building them): the example agents end to end, and hostile guests against
 //! the sandbox.
 
+mod budgets;
 mod common;
 mod examples;
 mod sandbox;

@@ -14,17 +14,6 @@ fn probe(policy: SandboxPolicy) -> AgentComponent {
     load(PROBE, policy)
 }
 
-/// After an attack, the same host still runs a normal rollout.
-async fn still_serves(agent: &AgentComponent) {
-    let ran = run(agent, json!({"do": "noop"}), echo_llm(), None).await;
-    assert_eq!(
-        (ran.outcome.status, ran.outcome.reward),
-        (AttemptStatus::Succeeded, Some(1.0)),
-        "{:?}",
-        ran.outcome.failure
-    );
-}
-
 fn failure(ran: &Ran) -> &str {
     assert_eq!(ran.outcome.status, AttemptStatus::Failed);
     let reason = ran.outcome.failure.as_deref().expect("a failure reason");
@@ -247,7 +236,7 @@ async fn a_model_outside_the_policy_is_refused() {
 async fn garbage_results_are_clear_failures() {
     let agent = probe(SandboxPolicy::default());
     let ran = run(&agent, json!({"do": "garbage_reward"}), echo_llm(), None).await;
-    assert!(failure(&ran).contains("non-finite reward"), "{:?}", ran.outcome.failure);
+    assert_eq!(failure(&ran), "the agent returned a bad reward: NaN is not a reward");
     let ran = run(&agent, json!({"do": "huge_error", "bytes": 5 << 20}), echo_llm(), None).await;
     let reason = failure(&ran);
     assert!(
@@ -256,8 +245,11 @@ async fn garbage_results_are_clear_failures() {
         reason.len()
     );
     let ran = run(&agent, json!({"do": "panic"}), echo_llm(), None).await;
-    let reason = failure(&ran);
-    assert!(reason.contains("panicked"), "{reason}");
+    assert_eq!(
+        failure(&ran),
+        "the agent panicked (wasm `unreachable` executed): probe: panic on purpose",
+        "the reason quotes the guest's own panic message"
+    );
     let ran = run(&agent, json!({"do": "no such action"}), echo_llm(), None).await;
     assert!(failure(&ran).starts_with("agent error"), "{:?}", ran.outcome.failure);
     let ran = run(&agent, json!(["not", "a", "task"]), echo_llm(), None).await;

@@ -78,3 +78,20 @@ fn flood(out: &mut impl Write, line: &[u8], total: usize) -> (usize, Option<std:
     }
     (written, out.flush().err())
 }
+
+/// `count` trace calls of `kind` (`log`, `message`, `object`, `operation`), each carrying a
+/// `bytes`-byte string: what a guest can make the host hold in spans.
+pub fn trace_flood(ctx: &Ctx, kind: &str, count: u32, bytes: usize) -> Result<()> {
+    let text = "y".repeat(bytes);
+    let object = agl_sdk::serde_json::json!({ "blob": text });
+    for _ in 0..count {
+        match kind {
+            "log" => ctx.info(&text),
+            "message" => ctx.message(&text),
+            "object" => ctx.object(&object)?,
+            "operation" => ctx.operation(&text, || Ok(()))?,
+            other => return Err(agl_sdk::Error::new(format!("trace_flood: unknown kind {other:?}"))),
+        }
+    }
+    Ok(())
+}

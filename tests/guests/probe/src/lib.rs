@@ -67,6 +67,18 @@ enum Task {
     Flaky,
     /// Returns `value` as the final reward.
     Reward { value: f64 },
+    /// `count` trace calls of `kind` (`log`, `message`, `object` or `operation`), each carrying
+    /// `bytes` bytes, then returns `then` as the final reward.
+    TraceFlood {
+        kind: String,
+        count: u32,
+        bytes: usize,
+        #[serde(default)]
+        then: Option<f64>,
+    },
+    /// Emits `value` (`"nan"`, `"inf"`, `"-inf"` or a number) with `reward.emit`, then returns
+    /// `Some(1.0)` if the host let it.
+    EmitReward { value: String },
 }
 
 fn ten_mib() -> usize {
@@ -108,6 +120,19 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
             Ok(Some(1.0))
         }
         Task::Reward { value } => Ok(Some(value)),
+        Task::TraceFlood {
+            kind,
+            count,
+            bytes,
+            then,
+        } => hostile::trace_flood(ctx, &kind, count, bytes).map(|()| then),
+        Task::EmitReward { value } => {
+            let value: f64 = value
+                .parse()
+                .map_err(|e| Error::new(format!("emit_reward: {value:?}: {e}")))?;
+            ctx.reward(value);
+            Ok(Some(1.0))
+        }
     }
 }
 
