@@ -576,13 +576,13 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
     assert_eq!(train["unfinished"], 0, "{results:#}");
 }
 
-#[test]
-fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
-    // One serving thread (the single-threaded runtime) with two remote runners on it.
-    let mut store = Cli::new("store")
-        .flag("--port", "0")
-        .flag("--token", "s3cret")
-        .flag("--threads", "1")
+/// `agl-host store` on a free port (one serving thread), and its URL once it listens.
+fn start_store(token: Option<&str>) -> (Child, String) {
+    let mut cli = Cli::new("store").flag("--port", "0").flag("--threads", "1");
+    if let Some(token) = token {
+        cli = cli.flag("--token", token);
+    }
+    let mut store = cli
         .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -596,6 +596,13 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
         .and_then(|rest| rest.split_whitespace().next())
         .expect("a URL")
         .to_owned();
+    (store, url)
+}
+
+#[test]
+fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
+    // One serving thread (the single-threaded runtime) with two remote runners on it.
+    let (mut store, url) = start_store(Some("s3cret"));
 
     // A wrong token is refused at once, with one line.
     let refused = Cli::new("runner")
@@ -1084,4 +1091,83 @@ fn the_installed_binary_runs_the_builtin_algorithms_from_an_empty_directory_with
         text(&no_toolchain)
     );
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The hostile cases every path must bound the same way: a trace flood far past the span budget
+/// that then returns 0.5 (kept), and a NaN reward (the attempt fails, saying so).
+fn hostile_tasks(dir: &Path) -> PathBuf {
+    let train = dir.join("train.jsonl");
+    write_jsonl(
+        &train,
+        &[
+            serde_json::json!({"do": "trace_flood", "kind": "log", "count": 3000, "bytes": 65536, "then": 0.5}),
+            serde_json::json!({"do": "emit_reward", "value": "nan"}),
+        ],
+    );
+    train
+}
+
+/// What every strategy must report for [`hostile_tasks`]: one success with its reward, one
+/// failure with the host's reason.
+fn assert_hostile_results(results: &Value, how: &str) {
+    let train = &results["splits"]["train"];
+    assert_eq!(
+        (train["succeeded"].as_u64(), train["failed"].as_u64()),
+        (Some(1), Some(1)),
+        "{how}: {results:#}"
+    );
+    assert_eq!(
+        train["mean_reward_succeeded"], 0.5,
+        "{how}: the flood's returned reward is kept: {results:#}"
+    );
+    let reasons = results["failure_reasons"].to_string();
+    assert!(
+        reasons.contains("a host call refused: reward.emit: NaN is not a reward"),
+        "{how}: {reasons}"
+    );
+}
+
+#[test]
+fn hostile_agents_are_bounded_the_same_way_on_every_path() {
+    let dir = temp_dir("hostile");
+    let train = hostile_tasks(&dir);
+    let budget = ["--agent-max-span-bytes", "1MiB"];
+    for strategy in ["shared-memory", "client-server"] {
+        let out = dir.join(format!("{strategy}.json"));
+        let run = probe_run("baseline", &train)
+            .flag("--strategy", strategy)
+            .flag(budget[0], budget[1])
+            .flag("--output", &out)
+            .output();
+        assert!(run.status.success(), "{strategy}: {}", text(&run));
+        assert_hostile_results(&read_results(&out), strategy);
+    }
+
+    // A store, a runner elsewhere with the same limits, and the algorithm from the command line.
+    let (mut store, url) = start_store(None);
+    let mut runner = Cli::new("runner")
+        .flag("--store", &url)
+        .flag("--agent", component("tests/guests/probe"))
+        .flag("--llm-script", any_rules())
+        .flag(budget[0], budget[1])
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host runner starts");
+    let runner_lines = stderr_lines(&mut runner);
+    wait_for_line(&runner_lines, "runner(s) of probe.wasm");
+    let out = dir.join("remote.json");
+    let run = Cli::new("run")
+        .flag("--store", &url)
+        .flag("--algo", "baseline")
+        .flag("--train", &train)
+        .flag("--output", &out)
+        .output();
+    assert!(run.status.success(), "remote runner: {}", text(&run));
+    assert_hostile_results(&read_results(&out), "remote runner");
+    for child in [&mut runner, &mut store] {
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let _ = child.wait();
+    }
 }
