@@ -7,7 +7,7 @@ use super::observer::{BestResult, LogLevel};
 use super::state::AlgorithmState;
 use crate::bindings::llm::{self as llm_wit};
 use crate::bindings::trace::{self as trace_wit, Level};
-use crate::imports::llm::{error_kind, to_guest_response};
+use crate::imports::llm::{error_kind, to_backend_request, to_guest_response};
 use crate::state::{MAX_ATTRIBUTE_BYTES, clip};
 use std::time::Instant;
 
@@ -30,7 +30,11 @@ impl llm_wit::Host for AlgorithmState {
         request: llm_wit::ChatRequest,
     ) -> wasmtime::Result<Result<llm_wit::ChatResponse, llm_wit::LlmError>> {
         let started = Instant::now();
-        let outcome = self.llm.call(&request).await;
+        let model = self.llm.model_of(&request);
+        let outcome = match to_backend_request(request, model) {
+            Ok(request) => self.llm.call(&request).await,
+            Err(error) => Err(error),
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(response) => {

@@ -1,26 +1,40 @@
-//! `agl:agent/llm`: chat completions through the host. The gate checks the model against the
-//! policy and the attempt's budget (calls, tokens) first, bounds the call with its own timeout
-//! (epochs cannot interrupt a guest waiting in a host call), and records an LLM span with the
-//! OpenTelemetry GenAI attributes plus prompt and completion content for triplet adapters.
+//! `agl:agent/llm`: chat completions through the host. The gate converts the guest's request,
+//! checks the model against the policy, the attempt's budget (calls, tokens) and the request's
+//! size (`agl_llm::validate_request`: bytes, `max_tokens`, tools) before anything is sent, bounds
+//! the call with its own timeout (epochs cannot interrupt a guest waiting in a host call), and
+//! accounts the tokens. The agent's calls become LLM spans (`spans::llm`); an algorithm's go
+//! through the same gate (`algorithm::host_imports`).
 
 use crate::bindings::llm::{self as wit, Host};
-use crate::policy::{LlmBudget, SandboxPolicy};
-use crate::spans::names;
-use crate::state::{HostState, clip};
-use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, Role, Tool};
-use opentelemetry::trace::{SpanKind, Status};
-use opentelemetry::{Array, KeyValue, StringValue, Value};
+use crate::policy::{LlmBudget, LlmRequestLimits, SandboxPolicy};
+use crate::spans::{LiveSpan, llm as llm_span, names};
+use crate::state::HostState;
+use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, RequestLimits, Role, Tool};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::Status;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The LLM access of one attempt: backend, allowed models, budget and what was spent.
+/// The LLM access of one attempt (or one algorithm run): backend, allowed models, budget, request
+/// limits and what was spent.
 pub struct LlmGate {
     backend: Arc<dyn LlmBackend>,
     allowed_models: Arc<[String]>,
     budget: LlmBudget,
+    limits: RequestLimits,
     timeout: Duration,
     pub(crate) calls: u32,
     pub(crate) tokens: u64,
+}
+
+/// The policy's request limits in `agl_llm`'s terms.
+fn request_limits(limits: &LlmRequestLimits) -> RequestLimits {
+    RequestLimits {
+        max_request_bytes: limits.max_request_bytes,
+        max_output_tokens: limits.max_output_tokens,
+        max_tools: limits.max_tools,
+        max_tools_bytes: limits.max_tools_bytes,
+    }
 }
 
 impl LlmGate {
@@ -29,19 +43,27 @@ impl LlmGate {
             backend,
             allowed_models: policy.allowed_models.iter().cloned().collect(),
             budget: policy.llm_budget,
+            limits: request_limits(&policy.llm_request),
             timeout: policy.llm_timeout,
             calls: 0,
             tokens: 0,
         }
     }
 
-    /// Admits, sends and accounts one chat request: model check, budget, the call under its own
-    /// timeout, token usage. Spans are the caller's business.
-    pub(crate) async fn call(&mut self, request: &wit::ChatRequest) -> Result<ChatResponse, wit::LlmError> {
-        let model = self.admit(request.model.as_deref())?;
-        let backend_request = to_backend_request(request, model)?;
+    /// The model `request` will use: its own, else the backend's default.
+    pub(crate) fn model_of(&self, request: &wit::ChatRequest) -> String {
+        request
+            .model
+            .clone()
+            .unwrap_or_else(|| self.backend.default_model().to_owned())
+    }
+
+    /// Admits, sends and accounts one converted request: model, budget and size checks, the call
+    /// under its own timeout, token usage. Nothing reaches the backend unless every check passes.
+    pub(crate) async fn call(&mut self, request: &ChatRequest) -> Result<ChatResponse, wit::LlmError> {
+        self.admit(request)?;
         self.calls += 1;
-        let call = self.backend.chat(&backend_request);
+        let call = self.backend.chat(request);
         match tokio::time::timeout(self.timeout, call).await {
             Err(_) => Err(wit::LlmError::Timeout),
             Ok(Err(e)) => Err(to_guest_error(e)),
@@ -53,10 +75,10 @@ impl LlmGate {
         }
     }
 
-    /// The model this request will use, if the policy lets the agent use it.
-    fn admit(&self, requested: Option<&str>) -> Result<String, wit::LlmError> {
+    /// Whether the policy lets this request go out: its model, the budget left, its size.
+    fn admit(&self, request: &ChatRequest) -> Result<(), wit::LlmError> {
         let default = self.backend.default_model();
-        let model = requested.unwrap_or(default);
+        let model = request.model.as_deref().unwrap_or(default);
         let allowed = model == default || self.allowed_models.iter().any(|m| m == model);
         if !allowed {
             return Err(wit::LlmError::ModelNotAllowed(model.to_owned()));
@@ -73,7 +95,14 @@ impl LlmGate {
                 self.tokens, self.budget.max_tokens
             )));
         }
-        Ok(model.to_owned())
+        let remaining = self.budget.max_tokens - self.tokens;
+        agl_llm::validate_request(request, &self.limits, remaining).map_err(|rejected| {
+            if rejected.is_budget() {
+                wit::LlmError::BudgetExceeded(rejected.to_string())
+            } else {
+                wit::LlmError::InvalidRequest(rejected.to_string())
+            }
+        })
     }
 }
 
@@ -86,29 +115,16 @@ fn role(role: wit::Role) -> Role {
     }
 }
 
-fn role_name(role: wit::Role) -> &'static str {
-    match role {
-        wit::Role::System => "system",
-        wit::Role::User => "user",
-        wit::Role::Assistant => "assistant",
-        wit::Role::Tool => "tool",
-    }
-}
-
-fn to_backend_request(request: &wit::ChatRequest, model: String) -> Result<ChatRequest, wit::LlmError> {
-    if request.messages.is_empty() {
-        return Err(wit::LlmError::InvalidRequest(
-            "a chat request needs at least one message".into(),
-        ));
-    }
+/// The guest's request in the backend's terms, with `model` filled in (strings moved, not copied).
+pub(crate) fn to_backend_request(request: wit::ChatRequest, model: String) -> Result<ChatRequest, wit::LlmError> {
     let tools = request
         .tools
-        .iter()
+        .into_iter()
         .map(|t| {
             serde_json::from_str(&t.parameters_json)
                 .map(|parameters| Tool {
                     name: t.name.clone(),
-                    description: t.description.clone(),
+                    description: t.description,
                     parameters,
                 })
                 .map_err(|e| wit::LlmError::InvalidRequest(format!("tool '{}': parameters are not JSON: {e}", t.name)))
@@ -117,17 +133,17 @@ fn to_backend_request(request: &wit::ChatRequest, model: String) -> Result<ChatR
     Ok(ChatRequest {
         messages: request
             .messages
-            .iter()
+            .into_iter()
             .map(|m| Message {
                 role: role(m.role),
-                content: m.content.clone(),
-                tool_call_id: m.tool_call_id.clone(),
+                content: m.content,
+                tool_call_id: m.tool_call_id,
             })
             .collect(),
         model: Some(model),
         temperature: request.temperature,
         max_tokens: request.max_tokens,
-        stop: request.stop.clone(),
+        stop: request.stop,
         tools,
     })
 }
@@ -171,92 +187,56 @@ pub(crate) fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
     }
 }
 
-/// GenAI request attributes, with the prompt messages as `gen_ai.prompt.{i}.role/content`.
-fn request_attributes(request: &wit::ChatRequest, model: &str, cap: usize) -> Vec<KeyValue> {
-    let mut attributes = vec![
-        KeyValue::new("gen_ai.operation.name", "chat"),
-        KeyValue::new("gen_ai.request.model", model.to_owned()),
+/// One chat as both worlds make it: the guest's request converted, recorded as the start of an
+/// LLM span (`start` is given its attributes), sent through `gate`, and the span ended with the
+/// answer or the error. Returns what the guest gets.
+pub(crate) async fn traced_chat(
+    gate: &mut LlmGate,
+    request: wit::ChatRequest,
+    cap: usize,
+    start: impl FnOnce(Vec<KeyValue>) -> LiveSpan,
+) -> Result<wit::ChatResponse, wit::LlmError> {
+    let model = gate.model_of(&request);
+    let converted = to_backend_request(request, model.clone());
+    let attributes = match &converted {
+        Ok(request) => llm_span::request_attributes(request, &model, cap),
+        Err(_) => vec![
+            KeyValue::new(names::GEN_AI_OPERATION_NAME, "chat"),
+            KeyValue::new(names::GEN_AI_REQUEST_MODEL, model),
+        ],
+    };
+    let mut span = start(attributes);
+    let outcome = match converted {
+        Ok(request) => gate.call(&request).await,
+        Err(error) => Err(error),
+    };
+    let spent = [
+        KeyValue::new(names::LLM_CALLS_USED, i64::from(gate.calls)),
+        KeyValue::new(names::LLM_TOKENS_USED, i64::try_from(gate.tokens).unwrap_or(i64::MAX)),
     ];
-    if let Some(t) = request.temperature {
-        attributes.push(KeyValue::new("gen_ai.request.temperature", f64::from(t)));
+    match outcome {
+        Ok(response) => {
+            span.set_attributes(llm_span::response_attributes(&response, cap).into_iter().chain(spent));
+            span.end_with(Status::Ok);
+            Ok(to_guest_response(response))
+        }
+        Err(error) => {
+            let (kind, description) = error_kind(&error);
+            span.set_attributes([KeyValue::new(names::ERROR_TYPE, kind)].into_iter().chain(spent));
+            span.end_with(Status::error(description));
+            Err(error)
+        }
     }
-    if let Some(m) = request.max_tokens {
-        attributes.push(KeyValue::new("gen_ai.request.max_tokens", i64::from(m)));
-    }
-    for (i, message) in request.messages.iter().enumerate() {
-        attributes.push(KeyValue::new(
-            format!("gen_ai.prompt.{i}.role"),
-            role_name(message.role),
-        ));
-        attributes.push(KeyValue::new(
-            format!("gen_ai.prompt.{i}.content"),
-            clip(&message.content, cap),
-        ));
-    }
-    attributes
-}
-
-fn response_attributes(response: &ChatResponse, cap: usize) -> Vec<KeyValue> {
-    let mut attributes = vec![
-        KeyValue::new("gen_ai.response.model", response.model.clone()),
-        KeyValue::new(
-            "gen_ai.response.finish_reasons",
-            Value::Array(Array::String(vec![StringValue::from(response.finish_reason.clone())])),
-        ),
-        KeyValue::new("gen_ai.usage.input_tokens", i64::from(response.usage.input_tokens)),
-        KeyValue::new("gen_ai.usage.output_tokens", i64::from(response.usage.output_tokens)),
-        KeyValue::new("gen_ai.completion.0.role", "assistant"),
-        KeyValue::new("gen_ai.completion.0.content", clip(&response.content, cap)),
-    ];
-    for (j, call) in response.tool_calls.iter().enumerate() {
-        attributes.push(KeyValue::new(
-            format!("gen_ai.completion.0.tool_calls.{j}.id"),
-            call.id.clone(),
-        ));
-        attributes.push(KeyValue::new(
-            format!("gen_ai.completion.0.tool_calls.{j}.name"),
-            call.name.clone(),
-        ));
-        attributes.push(KeyValue::new(
-            format!("gen_ai.completion.0.tool_calls.{j}.arguments"),
-            clip(&call.arguments, cap),
-        ));
-    }
-    attributes
 }
 
 impl Host for HostState {
     async fn chat(&mut self, request: wit::ChatRequest) -> wasmtime::Result<Result<wit::ChatResponse, wit::LlmError>> {
         let cap = self.trace.budget().max_attribute_bytes;
-        let model = request.model.as_deref().unwrap_or(self.llm.backend.default_model());
-        let mut span = Some(
-            self.trace
-                .start(names::LLM, SpanKind::Client, request_attributes(&request, model, cap)),
-        );
-        let outcome = self.llm.call(&request).await;
-        let budget = [
-            KeyValue::new("agl.llm.calls_used", i64::from(self.llm.calls)),
-            KeyValue::new(
-                "agl.llm.tokens_used",
-                i64::try_from(self.llm.tokens).unwrap_or(i64::MAX),
-            ),
-        ];
-        match outcome {
-            Ok(response) => {
-                if let Some(mut span) = span.take() {
-                    span.set_attributes(response_attributes(&response, cap).into_iter().chain(budget));
-                    span.end_with(Status::Ok);
-                }
-                Ok(Ok(to_guest_response(response)))
-            }
-            Err(error) => {
-                if let Some(mut span) = span.take() {
-                    let (kind, description) = error_kind(&error);
-                    span.set_attributes([KeyValue::new("error.type", kind)].into_iter().chain(budget));
-                    span.end_with(Status::error(description));
-                }
-                Ok(Err(error))
-            }
-        }
+        let trace = &self.trace;
+        let outcome = traced_chat(&mut self.llm, request, cap, |attributes| {
+            trace.start(names::LLM, opentelemetry::trace::SpanKind::Client, attributes)
+        })
+        .await;
+        Ok(outcome)
     }
 }

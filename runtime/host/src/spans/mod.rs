@@ -5,6 +5,7 @@
 mod attempt;
 mod budget;
 mod convert;
+pub mod llm;
 mod recorder;
 
 pub use attempt::{AttemptTrace, LiveSpan};

@@ -94,7 +94,10 @@ impl SpanRecorder {
         let processor = StoreSpanProcessor {
             pending: Arc::clone(&pending),
         };
-        let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .with_max_attributes_per_span(super::llm::MAX_ATTRIBUTES_PER_SPAN)
+            .build();
         let tracer = provider.tracer("agl-host");
         let inner = Arc::new(RecorderInner {
             _provider: provider,

@@ -75,13 +75,14 @@ impl Ran {
             .expect("a root span")
     }
 
-    /// The `agl.log.message` of every log span.
+    /// The text of every log span (a message span with a level).
     pub fn logs(&self) -> Vec<String> {
-        self.spans_named("agl.log")
+        self.spans_named(semconv::MESSAGE_SPAN)
             .iter()
+            .filter(|s| s.attributes.contains_key(semconv::LOG_LEVEL))
             .filter_map(|s| {
                 s.attributes
-                    .get("agl.log.message")
+                    .get(semconv::MESSAGE_BODY)
                     .and_then(|v| v.as_str())
                     .map(str::to_owned)
             })

@@ -302,14 +302,14 @@ async fn named_and_primary_rewards_and_operation_spans_are_traced() {
         .map(|s| s.name.as_str())
         .collect();
     assert!(
-        children.contains(&"openai.chat.completion") && children.contains(&"agl.log"),
+        children.contains(&"openai.chat.completion") && children.contains(&agl_store::semconv::MESSAGE_SPAN),
         "{children:?}"
     );
 }
 
 fn clock_and_random(ran: &Ran) -> serde_json::Value {
-    let object = ran.spans_named("agl.object");
-    serde_json::from_str(object[0].attributes["agl.object"].as_str().unwrap()).unwrap()
+    let object = ran.spans_named(agl_store::semconv::OBJECT_SPAN);
+    serde_json::from_str(object[0].attributes[agl_store::semconv::OBJECT_JSON].as_str().unwrap()).unwrap()
 }
 
 #[tokio::test]
@@ -342,4 +342,70 @@ async fn clocks_and_randomness_are_deterministic_per_attempt() {
     let again = run_in(&store, &agent, json!(null), echo_llm(), None, Some(&id)).await;
     assert_eq!(again.rollout.attempt.sequence_id, 3);
     assert_ne!(clock_and_random(&retry)["random"], clock_and_random(&again)["random"]);
+}
+
+/// The scripted "ok" backend behind a real OpenAI-compatible HTTP server on loopback, and a
+/// client of it: what reaches the endpoint is counted there.
+async fn llm_over_http() -> (agl_llm::ServerHandle, std::sync::Arc<dyn agl_llm::LlmBackend>) {
+    let scripted =
+        agl_llm::ScriptedBackend::from_json_str(r#"{"model": "scripted", "rules": [], "fallback": {"reply": "ok"}}"#)
+            .expect("rules parse");
+    let server = agl_llm::serve(std::sync::Arc::new(scripted), "127.0.0.1:0".parse().expect("address"))
+        .await
+        .expect("server starts");
+    let client =
+        agl_llm::OpenAiBackend::new(agl_llm::OpenAiConfig::new(server.base_url(), "scripted")).expect("client");
+    (server, std::sync::Arc::new(client))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_llm_requests_are_refused_in_the_guest_and_never_reach_the_endpoint() {
+    let mut policy = SandboxPolicy::default();
+    policy.llm_budget.max_tokens = 10_000;
+    let agent = probe(policy);
+    let (server, llm) = llm_over_http().await;
+    let cases = [
+        // 100 MiB of messages against the 4 MiB default.
+        (
+            json!({"do": "llm_oversized", "message_bytes": 100 << 20}),
+            "invalid-request",
+            "over the limit",
+        ),
+        (
+            json!({"do": "llm_oversized", "max_tokens": 2_000_000}),
+            "invalid-request",
+            "max_tokens",
+        ),
+        (
+            json!({"do": "llm_oversized", "max_tokens": 20_000}),
+            "budget-exceeded",
+            "left in the budget",
+        ),
+        (json!({"do": "llm_oversized", "tools": 200}), "invalid-request", "tools"),
+    ];
+    for (task, kind, says) in cases {
+        let ran = run(&agent, task.clone(), llm.clone(), None).await;
+        assert_eq!(ran.outcome.reward, Some(0.0), "{task}: refused: {:?}", ran.logs());
+        let refusal = ran
+            .logs()
+            .into_iter()
+            .find(|l| l.starts_with("llm_oversized: refused"))
+            .expect("the guest saw an llm error");
+        assert!(refusal.contains(says), "{task}: {refusal}");
+        let span = &ran.spans_named("openai.chat.completion")[0];
+        assert_eq!(span.attributes["error.type"], kind, "{task}");
+        assert_eq!(ran.outcome.llm_calls, 0, "{task}: not counted as a call");
+        assert_eq!(server.chat_requests(), 0, "{task}: nothing reached the endpoint");
+    }
+    // The same agent's reasonable request does go out.
+    let ran = run(
+        &agent,
+        json!({"do": "llm_oversized", "message_bytes": 1 << 20, "max_tokens": 512, "tools": 4}),
+        llm,
+        None,
+    )
+    .await;
+    assert_eq!(ran.outcome.reward, Some(1.0), "{:?}", ran.logs());
+    assert_eq!(server.chat_requests(), 1);
+    server.shutdown().await;
 }

@@ -1,4 +1,4 @@
-//! The actions about host calls: LLM budget (a flood of chats), one chat, a burst of cheap logs for
+//! The actions about host calls: LLM budget (a flood of chats), one chat, an oversized chat, a burst of cheap logs for
 //! the per-call overhead, an operation span that fails, and what the guest sees of clocks and
 //! randomness (logged as one object so a test can compare attempts).
 
@@ -32,6 +32,34 @@ pub fn llm_once(ctx: &Ctx, prompt: Option<&str>, model: Option<&str>) -> Result<
     let reply = ctx.llm().chat(request)?;
     ctx.info(&format!("llm_once: {} said {:?}", reply.model, reply.content));
     Ok(Some(1.0))
+}
+
+/// One chat built to be too large: a user message of `message_bytes` bytes, `max_tokens`, and
+/// `tools` small tools. Logs `"llm_oversized: sent"` or `"llm_oversized: refused: <error>"` (warn);
+/// 1.0 if the host sent it, 0.0 if it refused it.
+pub fn llm_oversized(ctx: &Ctx, message_bytes: usize, max_tokens: Option<u32>, tools: usize) -> f64 {
+    let text = if message_bytes == 0 {
+        "ping".to_owned()
+    } else {
+        "x".repeat(message_bytes)
+    };
+    let mut request = ChatRequest::user(text);
+    if let Some(max_tokens) = max_tokens {
+        request = request.with_max_tokens(max_tokens);
+    }
+    for i in 0..tools {
+        request = request.with_tool(Tool::new(format!("tool_{i}"), "does nothing", r#"{"type":"object"}"#));
+    }
+    match ctx.llm().chat(request) {
+        Ok(_) => {
+            ctx.info("llm_oversized: sent");
+            1.0
+        }
+        Err(err) => {
+            ctx.warn(&format!("llm_oversized: refused: {}", err.message()));
+            0.0
+        }
+    }
 }
 
 /// `n` debug logs of a short string. Returns 1.0.

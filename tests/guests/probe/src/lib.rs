@@ -42,6 +42,16 @@ enum Task {
         #[serde(default = "thousand")]
         calls: u32,
     },
+    /// One oversized LLM call: `message_bytes` of user text in one message (else a short one),
+    /// `max_tokens` if given, `tools` tools; logs the host's verdict. `Some(1.0)` if it was sent.
+    LlmOversized {
+        #[serde(default)]
+        message_bytes: usize,
+        #[serde(default)]
+        max_tokens: Option<u32>,
+        #[serde(default)]
+        tools: usize,
+    },
     /// One LLM call, with the host's model or `model`.
     LlmOnce {
         #[serde(default)]
@@ -101,6 +111,11 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
         Task::OpenSocket { addr } => Ok(Some(capabilities::open_socket(ctx, &addr))),
         Task::StdoutFlood { bytes } => Ok(Some(hostile::stdout_flood(ctx, bytes))),
         Task::LlmFlood { calls } => Ok(Some(host_calls::llm_flood(ctx, calls))),
+        Task::LlmOversized {
+            message_bytes,
+            max_tokens,
+            tools,
+        } => Ok(Some(host_calls::llm_oversized(ctx, message_bytes, max_tokens, tools))),
         Task::LlmOnce { prompt, model } => host_calls::llm_once(ctx, prompt.as_deref(), model.as_deref()),
         Task::HostCalls { n } => Ok(Some(host_calls::debug_logs(ctx, n))),
         Task::GarbageReward => Ok(Some(f64::NAN)),
