@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::config::Config;
 use crate::evaluate::Evaluation;
-use crate::template::{extract_edited, fill, missing_placeholders};
+use crate::template::{edit_problem, extract_edited, fill};
 
 /// Longest message text quoted in a critique prompt.
 const MAX_QUOTED_CHARS: usize = 1500;
@@ -114,7 +114,7 @@ impl<'a> Editor<'a> {
     }
 
     /// `template` rewritten to address `critique`, keeping its placeholders; retried up to
-    /// `edit_retries` times when the reply is empty or loses a placeholder.
+    /// `edit_retries` times when the reply is empty, loses a placeholder or is no longer a template.
     pub fn edit(&self, template: &str, critique: &str) -> std::result::Result<String, String> {
         let prompt = fill(
             self.config.edit_prompt(),
@@ -129,13 +129,10 @@ impl<'a> Editor<'a> {
             )?;
             let problem = match extract_edited(&reply) {
                 None => "the edit came back empty".to_owned(),
-                Some(edited) => {
-                    let missing = missing_placeholders(template, &edited);
-                    if missing.is_empty() {
-                        return Ok(edited);
-                    }
-                    format!("the edit dropped placeholder(s) {}", missing.join(", "))
-                }
+                Some(edited) => match edit_problem(template, &edited) {
+                    None => return Ok(edited),
+                    Some(problem) => problem,
+                },
             };
             self.host.debug(&format!(
                 "apo: edit attempt {} of {} rejected: {problem}",

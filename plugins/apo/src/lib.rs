@@ -135,7 +135,7 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
     let seed_prompt = latest.resources.prompt_template(&name)?;
     if seed_prompt.engine != "f-string" {
         host.warn(&format!(
-            "apo: `{name}` is a {} template; placeholders are checked as f-string {{name}} fields",
+            "apo: `{name}` is a {} template; only f-string templates have their placeholders checked",
             seed_prompt.engine
         ));
     }

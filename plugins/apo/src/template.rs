@@ -1,42 +1,20 @@
-//! Prompt-template text handling: the `{name}` placeholders of an f-string template (`{{` and
-//! `}}` are literal braces), filling APO's own meta-prompts in one pass (so text inserted for one
-//! marker is never scanned for another), and pulling the new template out of an edit reply.
+//! Prompt-template text handling: whether an edited template keeps the original's placeholders
+//! (parsed by `agl-template`, the host's own f-string formatter), filling APO's own meta-prompts
+//! in one pass (a marker substitution, not template formatting: text inserted for one marker is
+//! never scanned for another, other braces stay as they are), and pulling the new template out of
+//! an edit reply.
 
-use std::collections::BTreeSet;
-
-/// The placeholder names of an f-string template, e.g. `{question}` -> `question`. A format spec
-/// or conversion (`{x:>4}`, `{x!r}`) belongs to `x`.
-pub fn placeholders(template: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    let mut chars = template.char_indices().peekable();
-    while let Some((start, c)) = chars.next() {
-        match c {
-            '{' if chars.peek().map(|&(_, n)| n) == Some('{') => {
-                chars.next();
-            }
-            '{' => {
-                let rest = &template[start + 1..];
-                if let Some(end) = rest.find('}') {
-                    let inner = &rest[..end];
-                    let name = inner.split(['!', ':']).next().unwrap_or("").trim();
-                    if !name.is_empty() && !name.contains('{') {
-                        names.insert(name.to_owned());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    names
-}
-
-/// The placeholders of `original` that `edited` lost.
-pub fn missing_placeholders(original: &str, edited: &str) -> Vec<String> {
-    let kept = placeholders(edited);
-    placeholders(original)
-        .into_iter()
-        .filter(|name| !kept.contains(name))
-        .collect()
+/// Why an edit of `original` is not acceptable: it dropped placeholders, or it is no longer a
+/// template the host can format (`agl-template`, the host's own f-string formatter). An original
+/// that is not an f-string template itself (jinja, poml) is not checked.
+pub fn edit_problem(original: &str, edited: &str) -> Option<String> {
+    let before = agl_template::placeholders(original).ok()?;
+    let after = match agl_template::placeholders(edited) {
+        Ok(after) => after,
+        Err(why) => return Some(format!("the edit is not a valid f-string template: {why}")),
+    };
+    let missing: Vec<String> = before.into_iter().filter(|name| !after.contains(name)).collect();
+    (!missing.is_empty()).then(|| format!("the edit dropped placeholder(s) {}", missing.join(", ")))
 }
 
 /// Replaces each `{marker}` of `meta` by its value, scanning `meta` only once.
@@ -103,15 +81,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_skip_escaped_braces_and_specs() {
-        let names = placeholders("Q: {question} {{literal}} {n:>4} {x!r} {}");
-        assert_eq!(names.into_iter().collect::<Vec<_>>(), ["n", "question", "x"]);
-    }
-
-    #[test]
-    fn a_dropped_placeholder_is_reported() {
-        assert_eq!(missing_placeholders("{a} and {b}", "only {a}"), ["b"]);
-        assert!(missing_placeholders("{a}", "{a} and {c}").is_empty());
+    fn a_dropped_placeholder_or_a_broken_template_is_a_problem() {
+        assert_eq!(
+            edit_problem("{a} and {b}", "only {a} {{literal}}").as_deref(),
+            Some("the edit dropped placeholder(s) b")
+        );
+        assert_eq!(edit_problem("{a}", "{a} and {c}"), None);
+        let broken = edit_problem("{a}", "{a} and {n:>4}").unwrap_or_default();
+        assert!(broken.contains("not a valid f-string template"), "{broken}");
+        assert_eq!(
+            edit_problem("{% if x %}jinja{% endif %}", "anything"),
+            None,
+            "not f-string: unchecked"
+        );
     }
 
     #[test]

@@ -25,7 +25,6 @@ mod loaded;
 /// The sandbox policy (its own crate, `agl-policy`, so that parsing it needs no wasmtime).
 pub use agl_policy as policy;
 pub mod output;
-pub mod prompt;
 mod sandbox;
 pub mod spans;
 mod state;

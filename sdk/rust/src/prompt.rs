@@ -1,6 +1,6 @@
 //! Prompt templates: a rollout's `prompt_template` resource (formatted by the host, which records
-//! which version was used) or an inline template the agent carries (formatted here, f-string style:
-//! `{name}` placeholders, `{{` and `}}` for literal braces).
+//! which version was used) or an inline template the agent carries (formatted here by `agl-template`,
+//! the host's own f-string formatter: `{name}` placeholders, `{{` and `}}` for literal braces).
 
 use crate::bindings::agl::agent::resources;
 use crate::{Error, Result};
@@ -63,139 +63,19 @@ impl Prompt {
     }
 }
 
-/// Formats `template` with `{name}` placeholders taken from `vars`; `{{` and `}}` are literal braces.
-/// A placeholder name is letters, digits and underscores.
+/// Formats an inline `template` with the one f-string formatter (`agl-template`, as the host's
+/// `format-prompt`): `{name}` placeholders from `vars`, `{{` and `}}` for literal braces.
 pub(crate) fn format_f_string(template: &str, vars: &[(&str, &str)]) -> Result<String> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(at) = rest.find(['{', '}']) {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        if let Some(after) = tail.strip_prefix("{{") {
-            out.push('{');
-            rest = after;
-        } else if let Some(after) = tail.strip_prefix("}}") {
-            out.push('}');
-            rest = after;
-        } else if tail.starts_with('}') {
-            return Err(template_error(
-                template,
-                "a single `}` (write `}}` for a literal brace)",
-            ));
-        } else {
-            let Some(end) = tail.find('}') else {
-                return Err(template_error(
-                    template,
-                    "a `{` that is never closed (write `{{` for a literal brace)",
-                ));
-            };
-            let name = &tail[1..end];
-            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                return Err(template_error(
-                    template,
-                    &format!("the placeholder `{{{name}}}`, which is not a plain name"),
-                ));
-            }
-            let Some((_, value)) = vars.iter().find(|(key, _)| *key == name) else {
-                let given: Vec<&str> = vars.iter().map(|(key, _)| *key).collect();
-                return Err(Error::new(format!(
-                    "prompt template needs `{{{name}}}`, which was not given (given: {})",
-                    if given.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        given.join(", ")
-                    }
-                )));
-            };
-            out.push_str(value);
-            rest = &tail[end + 1..];
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-fn template_error(template: &str, what: &str) -> Error {
-    let shown: String = template.chars().take(60).collect();
-    let ellipsis = if template.chars().count() > 60 { "..." } else { "" };
-    Error::new(format!("prompt template {shown:?}{ellipsis} has {what}"))
+    agl_template::format(template, vars).map_err(|why| {
+        let shown: String = template.chars().take(60).collect();
+        let ellipsis = if template.chars().count() > 60 { "..." } else { "" };
+        Error::new(format!("prompt template {shown:?}{ellipsis}: {why}"))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_filled() {
-        let text = format_f_string(
-            "Problem: {question}\nLabels: {labels}.",
-            &[("labels", "a, b"), ("question", "1+1?")],
-        );
-        assert_eq!(text.unwrap(), "Problem: 1+1?\nLabels: a, b.");
-    }
-
-    #[test]
-    fn a_placeholder_may_repeat_and_extra_vars_are_ignored() {
-        let text = format_f_string("{x}-{x}", &[("x", "7"), ("unused", "?")]).unwrap();
-        assert_eq!(text, "7-7");
-    }
-
-    #[test]
-    fn doubled_braces_are_literal() {
-        assert_eq!(
-            format_f_string("{{\"json\": {v}}}", &[("v", "1")]).unwrap(),
-            "{\"json\": 1}"
-        );
-    }
-
-    #[test]
-    fn values_are_not_reformatted() {
-        assert_eq!(format_f_string("{a}", &[("a", "{b}")]).unwrap(), "{b}");
-    }
-
-    #[test]
-    fn a_missing_variable_is_named() {
-        let err = format_f_string("Q: {question}", &[("text", "x")]).unwrap_err();
-        assert_eq!(
-            err.message(),
-            "prompt template needs `{question}`, which was not given (given: text)"
-        );
-        let err = format_f_string("Q: {question}", &[]).unwrap_err();
-        assert!(err.message().ends_with("(given: nothing)"));
-    }
-
-    #[test]
-    fn malformed_templates_are_rejected() {
-        assert!(
-            format_f_string("open {question", &[])
-                .unwrap_err()
-                .message()
-                .contains("never closed")
-        );
-        assert!(
-            format_f_string("close } here", &[])
-                .unwrap_err()
-                .message()
-                .contains("single `}`")
-        );
-        assert!(
-            format_f_string("{a b}", &[("a b", "x")])
-                .unwrap_err()
-                .message()
-                .contains("not a plain name")
-        );
-        assert!(
-            format_f_string("{}", &[])
-                .unwrap_err()
-                .message()
-                .contains("not a plain name")
-        );
-    }
-
-    #[test]
-    fn unicode_text_around_placeholders_survives() {
-        assert_eq!(format_f_string("é {n} ü", &[("n", "ß")]).unwrap(), "é ß ü");
-    }
 
     #[test]
     fn inline_prompts_format_in_the_guest() {
@@ -204,5 +84,21 @@ mod tests {
         assert_eq!(prompt.engine(), "f-string");
         assert_eq!(prompt.template(), "Hello {who}");
         assert_eq!(prompt.format(&[("who", "world")]).unwrap(), "Hello world");
+    }
+
+    #[test]
+    fn errors_name_the_template_and_the_problem() {
+        let err = Prompt::inline("Q: {question}").format(&[("text", "x")]).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "prompt template \"Q: {question}\": no value for placeholder `{question}` (given: text)"
+        );
+        let long = format!("{} {{x", "a".repeat(100));
+        let err = format_f_string(&long, &[]).unwrap_err();
+        assert!(
+            err.message().contains("...: a `{` that is never closed"),
+            "{}",
+            err.message()
+        );
     }
 }

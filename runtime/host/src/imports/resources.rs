@@ -1,7 +1,6 @@
 //! `agl:agent/resources`: the rollout's resources, read-only; LLM endpoints without their keys.
 
 use crate::bindings::resources::{Host, LlmEndpoint, PromptTemplate, Resource};
-use crate::prompt;
 use crate::spans::names;
 use crate::state::HostState;
 use agl_store::{LlmResource, Resource as StoreResource, TemplateEngine};
@@ -33,7 +32,7 @@ impl HostState {
         match self.resource(name) {
             None => Err(format!("no resource named '{name}' in this rollout's resources")),
             Some(StoreResource::PromptTemplate(t)) if t.engine == TemplateEngine::FString => {
-                prompt::format(&t.template, vars).map_err(|e| format!("prompt '{name}': {e}"))
+                agl_template::format(&t.template, vars).map_err(|e| format!("prompt '{name}': {e}"))
             }
             Some(StoreResource::PromptTemplate(t)) => Err(format!(
                 "prompt '{name}' uses the {} engine; format-prompt fills f-string templates (read it with get)",
