@@ -14,6 +14,8 @@
 //!   name is dropped;
 //! - the model is `gen_ai.response.model`, else `gen_ai.request.model`, else empty;
 //! - usage is `gen_ai.usage.input_tokens`/`output_tokens`, else `prompt_tokens`/`completion_tokens`.
+//! - the response id is `gen_ai.response.id`; token ids are `prompt_token_ids` /
+//!   `response_token_ids` (integer arrays, as vLLM returns them), else empty.
 
 use crate::attrs::{self, Fields, count, ident, indexed, string, text};
 use crate::conventions as c;
@@ -94,6 +96,18 @@ fn tool_span_call(span: &Span) -> Option<ToolCall> {
     })
 }
 
+/// An integer-array attribute as token ids; absent, or anything but non-negative 32-bit
+/// integers, reads as none (as `_attributes_get_ids_multiple`).
+fn token_ids(span: &Span, key: &str) -> Vec<u32> {
+    let Some(ids) = span.attributes.get(key).and_then(|v| v.as_array()) else {
+        return Vec::new();
+    };
+    ids.iter()
+        .map(|id| id.as_u64().and_then(|id| u32::try_from(id).ok()))
+        .collect::<Option<Vec<u32>>>()
+        .unwrap_or_default()
+}
+
 fn usage(span: &Span) -> Usage {
     let read = |primary: &str, legacy: &str| {
         count(span.attributes.get(primary)).or_else(|| count(span.attributes.get(legacy)))
@@ -127,6 +141,9 @@ pub(crate) fn read_call(span: &Span, children: &[&Span]) -> Triplet {
         model,
         reward: None,
         usage: usage(span),
+        response_id: response_id(span).map(str::to_owned),
+        prompt_token_ids: token_ids(span, c::PROMPT_TOKEN_IDS),
+        response_token_ids: token_ids(span, c::RESPONSE_TOKEN_IDS),
         span_id: span.span_id.clone(),
         sequence_id: span.sequence_id,
     }

@@ -73,6 +73,15 @@ pub struct Triplet {
     /// Token counts, where recorded.
     #[serde(default)]
     pub usage: Usage,
+    /// The provider's response id (`gen_ai.response.id`), where recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// The prompt's token ids (`prompt_token_ids`), where the backend returned them (vLLM).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompt_token_ids: Vec<u32>,
+    /// The response's token ids (`response_token_ids`), where the backend returned them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub response_token_ids: Vec<u32>,
     /// The LLM span this triplet came from.
     pub span_id: String,
     /// That span's sequence id.

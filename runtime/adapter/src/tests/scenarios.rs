@@ -78,6 +78,47 @@ fn one_llm_call_and_a_reward() {
 }
 
 #[test]
+fn a_long_conversation_keeps_its_completion_and_token_ids() {
+    let prompt: Vec<(String, String)> = (0..100)
+        .map(|i| {
+            (
+                if i % 2 == 0 { "user" } else { "assistant" }.to_owned(),
+                format!("turn {i}"),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = prompt.iter().map(|(r, t)| (r.as_str(), t.as_str())).collect();
+    let span = host_llm(1, &borrowed, "the answer", "m")
+        .attrs(json!({
+            c::GEN_AI_RESPONSE_ID: "chatcmpl-42",
+            c::PROMPT_TOKEN_IDS: [1, 2, 3],
+            c::RESPONSE_TOKEN_IDS: [7, 8],
+        }))
+        .build();
+    assert!(
+        span.attributes.len() > 200,
+        "far more than the OpenTelemetry default of 128"
+    );
+    let got = triplets(&[span, host_reward(2, "primary", 1.0), root(3)]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].response, "the answer");
+    assert_eq!(got[0].prompt.len(), 100);
+    assert_eq!(got[0].prompt[99], msg("assistant", "turn 99"));
+    assert_eq!(got[0].reward, Some(1.0));
+    assert_eq!(got[0].response_id.as_deref(), Some("chatcmpl-42"));
+    assert_eq!(
+        (got[0].prompt_token_ids.as_slice(), got[0].response_token_ids.as_slice()),
+        (&[1, 2, 3][..], &[7, 8][..])
+    );
+    // Ids that are not non-negative 32-bit integers read as none.
+    let odd = host_llm(1, &[("user", "q")], "a", "m")
+        .attrs(json!({ c::PROMPT_TOKEN_IDS: [1, -2], c::RESPONSE_TOKEN_IDS: "7 8" }))
+        .build();
+    let got = triplets(&[odd]);
+    assert!(got[0].prompt_token_ids.is_empty() && got[0].response_token_ids.is_empty());
+}
+
+#[test]
 fn several_calls_credit_the_reward_to_the_last_only() {
     let spans = vec![
         host_llm(1, &[("user", "a")], "A", "m").build(),
