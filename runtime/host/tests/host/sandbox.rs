@@ -409,3 +409,40 @@ async fn oversized_llm_requests_are_refused_in_the_guest_and_never_reach_the_end
     assert_eq!(server.chat_requests(), 1);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn long_conversations_keep_their_completion_and_record_what_was_left_out() {
+    let agent = probe(SandboxPolicy::default());
+    for (messages, dropped) in [(100, None), (300, Some(300 - 128))] {
+        let ran = run(
+            &agent,
+            json!({"do": "llm_conversation", "messages": messages}),
+            echo_llm(),
+            None,
+        )
+        .await;
+        assert_eq!(ran.outcome.reward, Some(1.0), "{:?}", ran.outcome.failure);
+        let span = &ran.spans_named(agl_store::semconv::LLM_SPAN)[0];
+        assert_eq!(span.attributes[agl_store::semconv::LLM_PROMPT_MESSAGES], messages);
+        assert_eq!(
+            span.attributes
+                .get(agl_store::semconv::LLM_PROMPT_MESSAGES_DROPPED)
+                .and_then(|v| v.as_u64()),
+            dropped
+        );
+        let triplets = agl_adapter::triplets(&ran.spans);
+        assert_eq!(triplets.len(), 1);
+        assert_eq!(
+            triplets[0].response, "ok",
+            "the completion survives {messages} messages"
+        );
+        assert_eq!(triplets[0].prompt.len(), messages.min(128));
+        assert_eq!(triplets[0].prompt[0].content, "system 0");
+        assert_eq!(
+            triplets[0].prompt.last().map(|m| m.content.clone()),
+            Some(format!("user {}", messages - 1)),
+            "the last message is kept"
+        );
+        assert_eq!(triplets[0].reward, Some(1.0));
+    }
+}

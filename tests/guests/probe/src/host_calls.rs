@@ -34,6 +34,23 @@ pub fn llm_once(ctx: &Ctx, prompt: Option<&str>, model: Option<&str>) -> Result<
     Ok(Some(1.0))
 }
 
+/// One chat with a conversation of `messages` messages: `system 0`, then `user i` / `assistant i`
+/// in turns, the last one a user's. Its error fails the attempt.
+pub fn llm_conversation(ctx: &Ctx, messages: usize) -> Result<Option<f64>> {
+    let mut request = ChatRequest::new().with_system("system 0");
+    for i in 1..messages {
+        let user_turn = (messages - i) % 2 == 1;
+        request = if user_turn {
+            request.with_user(format!("user {i}"))
+        } else {
+            request.with_assistant(format!("assistant {i}"))
+        };
+    }
+    let reply = ctx.llm().chat(request)?;
+    ctx.info(&format!("llm_conversation: {:?}", reply.content));
+    Ok(Some(1.0))
+}
+
 /// One chat built to be too large: a user message of `message_bytes` bytes, `max_tokens`, and
 /// `tools` small tools. Logs `"llm_oversized: sent"` or `"llm_oversized: refused: <error>"` (warn);
 /// 1.0 if the host sent it, 0.0 if it refused it.

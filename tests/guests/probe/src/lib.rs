@@ -52,6 +52,9 @@ enum Task {
         #[serde(default)]
         tools: usize,
     },
+    /// One LLM call with a conversation of `messages` messages (a system prompt, then users and
+    /// assistants taking turns, ending with a user); logs the answer.
+    LlmConversation { messages: usize },
     /// One LLM call, with the host's model or `model`.
     LlmOnce {
         #[serde(default)]
@@ -116,6 +119,7 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
             max_tokens,
             tools,
         } => Ok(Some(host_calls::llm_oversized(ctx, message_bytes, max_tokens, tools))),
+        Task::LlmConversation { messages } => host_calls::llm_conversation(ctx, messages),
         Task::LlmOnce { prompt, model } => host_calls::llm_once(ctx, prompt.as_deref(), model.as_deref()),
         Task::HostCalls { n } => Ok(Some(host_calls::debug_logs(ctx, n))),
         Task::GarbageReward => Ok(Some(f64::NAN)),
