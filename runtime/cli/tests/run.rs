@@ -599,6 +599,27 @@ fn start_store(token: Option<&str>) -> (Child, String) {
     (store, url)
 }
 
+/// `agl-host runner` of the probe against the store at `url` (with `extra` flags), and its stderr
+/// lines once it has started.
+fn start_probe_runner(url: &str, extra: &[&str]) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut cli = Cli::new("runner")
+        .flag("--store", url)
+        .flag("--agent", component("tests/guests/probe"))
+        .flag("--llm-script", any_rules());
+    for arg in extra {
+        cli = cli.arg(arg);
+    }
+    let mut runner = cli
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host runner starts");
+    let lines = stderr_lines(&mut runner);
+    wait_for_line(&lines, "runner(s) of probe.wasm");
+    (runner, lines)
+}
+
 #[test]
 fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
     // One serving thread (the single-threaded runtime) with two remote runners on it.
@@ -612,19 +633,7 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
         .output();
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
 
-    let mut runner = Cli::new("runner")
-        .flag("--store", &url)
-        .flag("--token", "s3cret")
-        .flag("--runners", "2")
-        .flag("--agent", component("tests/guests/probe"))
-        .flag("--llm-script", any_rules())
-        .command()
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agl-host runner starts");
-    let runner_lines = stderr_lines(&mut runner);
-    wait_for_line(&runner_lines, "runner(s) of probe.wasm");
+    let (mut runner, runner_lines) = start_probe_runner(&url, &["--token", "s3cret", "--runners", "2"]);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1145,18 +1154,7 @@ fn hostile_agents_are_bounded_the_same_way_on_every_path() {
 
     // A store, a runner elsewhere with the same limits, and the algorithm from the command line.
     let (mut store, url) = start_store(None);
-    let mut runner = Cli::new("runner")
-        .flag("--store", &url)
-        .flag("--agent", component("tests/guests/probe"))
-        .flag("--llm-script", any_rules())
-        .flag(budget[0], budget[1])
-        .command()
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agl-host runner starts");
-    let runner_lines = stderr_lines(&mut runner);
-    wait_for_line(&runner_lines, "runner(s) of probe.wasm");
+    let (mut runner, _runner_lines) = start_probe_runner(&url, &budget);
     let out = dir.join("remote.json");
     let run = Cli::new("run")
         .flag("--store", &url)
