@@ -183,8 +183,13 @@ pub const LLM_TOOL_CALLS_DROPPED: &str = "agl.llm.tool_calls_dropped";
 /// LLM span: bytes of logprobs JSON not recorded (longer than the attribute cap; clipped JSON
 /// would not parse).
 pub const LLM_LOGPROBS_DROPPED_BYTES: &str = "agl.llm.logprobs_dropped_bytes";
-/// LLM span of an algorithm: the algorithm that made the call.
+/// The algorithm whose own rollout this is (its input and root span): an algorithm's LLM calls
+/// are spans of a rollout it starts for them (never queued).
 pub const ALGORITHM: &str = "agl.algorithm";
+/// Rollout metadata: what kind of rollout this is; [`ALGORITHM_ROLLOUT`] for an algorithm's own.
+/// Reports counting tasks skip those.
+pub const ROLLOUT_KIND: &str = "agl.kind";
+pub const ALGORITHM_ROLLOUT: &str = "algorithm";
 /// Captured stdout / stderr: the text kept and the bytes left out.
 pub const OUTPUT_TEXT: &str = "agl.output.text";
 pub const OUTPUT_DROPPED_BYTES: &str = "agl.output.dropped_bytes";

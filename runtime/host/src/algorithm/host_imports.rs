@@ -1,5 +1,5 @@
-//! The small imports of the algorithm world: `llm` (through the same gate as agents, without
-//! store spans: an algorithm's calls belong to no rollout; they go to its log instead), `trace`
+//! The small imports of the algorithm world: `llm` (through the same gate as agents, recorded as
+//! LLM spans of the algorithm's own rollout, see `llm_trace`, and summarised in its log), `trace`
 //! (its log, shown by the host) and `progress` (its status line and best result).
 
 use super::bindings::progress;
@@ -7,7 +7,7 @@ use super::observer::{BestResult, LogLevel};
 use super::state::AlgorithmState;
 use crate::bindings::llm::{self as llm_wit};
 use crate::bindings::trace::{self as trace_wit, Level};
-use crate::imports::llm::{error_kind, to_backend_request, to_guest_response};
+use crate::imports::llm::{error_kind, traced_chat};
 use crate::state::{MAX_ATTRIBUTE_BYTES, clip};
 use std::time::Instant;
 
@@ -30,11 +30,9 @@ impl llm_wit::Host for AlgorithmState {
         request: llm_wit::ChatRequest,
     ) -> wasmtime::Result<Result<llm_wit::ChatResponse, llm_wit::LlmError>> {
         let started = Instant::now();
-        let model = self.llm.model_of(&request);
-        let outcome = match to_backend_request(request, model) {
-            Ok(request) => self.llm.call(&request).await,
-            Err(error) => Err(error),
-        };
+        let cap = self.llm_trace.attribute_cap();
+        let trace = self.llm_trace.trace(&*self.observer).await;
+        let outcome = traced_chat(&mut self.llm, request, trace, cap).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(response) => {
@@ -45,7 +43,7 @@ impl llm_wit::Host for AlgorithmState {
                         self.llm.calls, response.model, response.usage.input_tokens, response.usage.output_tokens
                     ),
                 );
-                Ok(Ok(to_guest_response(response)))
+                Ok(Ok(response))
             }
             Err(error) => {
                 let (kind, description) = error_kind(&error);

@@ -7,6 +7,7 @@ mod adapter_import;
 pub mod bindings;
 mod convert;
 mod host_imports;
+mod llm_trace;
 pub mod observer;
 mod state;
 mod store_import;
@@ -23,6 +24,7 @@ use crate::sandbox::attempt_wasi;
 use agl_llm::LlmBackend;
 use agl_store::LightningStore;
 use bindings::{AlgorithmPre, Datasets};
+use llm_trace::AlgorithmTrace;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wasmtime::{Store, StoreLimitsBuilder};
@@ -95,7 +97,8 @@ impl AlgorithmComponent {
             .trap_on_grow_failure(true)
             .build();
         let llm = LlmGate::new(request.llm, &self.policy);
-        let state = AlgorithmState::new(wasi.ctx, limits, request.store, llm, request.observer);
+        let llm_trace = AlgorithmTrace::new(request.store.clone(), &self.name, self.policy.spans);
+        let state = AlgorithmState::new(wasi.ctx, limits, request.store, llm, llm_trace, request.observer);
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|state| &mut state.limits);
         crate::deadline::arm(&mut store, self.policy.deadline);
@@ -118,6 +121,7 @@ impl AlgorithmComponent {
             Ok(Ok(Ok(summary))) => Ok(serde_json::from_str(&summary).unwrap_or(serde_json::Value::String(summary))),
         };
         let state = store.into_data();
+        state.llm_trace.finish(&result, &*state.observer).await;
         AlgorithmOutcome {
             result,
             llm_calls: state.llm.calls,

@@ -1,6 +1,7 @@
 //! What an algorithm run's `Store` holds: its WASI context and limits, the LightningStore it
-//! drives, its LLM gate, the observer that hears its progress, and its open operation spans.
+//! drives, its LLM gate and LLM trace, the observer that hears its progress, and its open operation spans.
 
+use super::llm_trace::AlgorithmTrace;
 use super::observer::AlgorithmObserver;
 use crate::imports::llm::LlmGate;
 use agl_store::LightningStore;
@@ -17,6 +18,8 @@ pub struct AlgorithmState {
     pub(crate) limits: StoreLimits,
     pub(crate) store: Arc<dyn LightningStore>,
     pub(crate) llm: LlmGate,
+    /// Its LLM calls as spans of its own rollout (started on the first call).
+    pub(crate) llm_trace: AlgorithmTrace,
     pub(crate) observer: Arc<dyn AlgorithmObserver>,
     /// Open `trace.start-operation` handles: name and start.
     pub(crate) operations: FxHashMap<u64, (String, Instant)>,
@@ -29,6 +32,7 @@ impl AlgorithmState {
         limits: StoreLimits,
         store: Arc<dyn LightningStore>,
         llm: LlmGate,
+        llm_trace: AlgorithmTrace,
         observer: Arc<dyn AlgorithmObserver>,
     ) -> Self {
         Self {
@@ -37,6 +41,7 @@ impl AlgorithmState {
             limits,
             store,
             llm,
+            llm_trace,
             observer,
             operations: FxHashMap::default(),
             next_operation: 1,

@@ -7,11 +7,11 @@
 
 use crate::bindings::llm::{self as wit, Host};
 use crate::policy::{LlmBudget, LlmRequestLimits, SandboxPolicy};
-use crate::spans::{LiveSpan, llm as llm_span, names};
+use crate::spans::{AttemptTrace, LiveSpan, llm as llm_span, names};
 use crate::state::HostState;
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, RequestLimits, Role, Tool};
 use opentelemetry::KeyValue;
-use opentelemetry::trace::Status;
+use opentelemetry::trace::{SpanKind, Status};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -188,13 +188,13 @@ pub(crate) fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
 }
 
 /// One chat as both worlds make it: the guest's request converted, recorded as the start of an
-/// LLM span (`start` is given its attributes), sent through `gate`, and the span ended with the
-/// answer or the error. Returns what the guest gets.
+/// LLM span in `trace` (if any; attribute values clipped to `cap`), sent through `gate`, and the
+/// span ended with the answer or the error. Returns what the guest gets.
 pub(crate) async fn traced_chat(
     gate: &mut LlmGate,
     request: wit::ChatRequest,
+    trace: Option<&AttemptTrace>,
     cap: usize,
-    start: impl FnOnce(Vec<KeyValue>) -> LiveSpan,
 ) -> Result<wit::ChatResponse, wit::LlmError> {
     let model = gate.model_of(&request);
     let converted = to_backend_request(request, model.clone());
@@ -205,7 +205,7 @@ pub(crate) async fn traced_chat(
             KeyValue::new(names::GEN_AI_REQUEST_MODEL, model),
         ],
     };
-    let mut span = start(attributes);
+    let mut span: Option<LiveSpan> = trace.map(|trace| trace.start(names::LLM, SpanKind::Client, attributes));
     let outcome = match converted {
         Ok(request) => gate.call(&request).await,
         Err(error) => Err(error),
@@ -216,14 +216,18 @@ pub(crate) async fn traced_chat(
     ];
     match outcome {
         Ok(response) => {
-            span.set_attributes(llm_span::response_attributes(&response, cap).into_iter().chain(spent));
-            span.end_with(Status::Ok);
+            if let Some(mut span) = span.take() {
+                span.set_attributes(llm_span::response_attributes(&response, cap).into_iter().chain(spent));
+                span.end_with(Status::Ok);
+            }
             Ok(to_guest_response(response))
         }
         Err(error) => {
             let (kind, description) = error_kind(&error);
-            span.set_attributes([KeyValue::new(names::ERROR_TYPE, kind)].into_iter().chain(spent));
-            span.end_with(Status::error(description));
+            if let Some(mut span) = span.take() {
+                span.set_attributes([KeyValue::new(names::ERROR_TYPE, kind)].into_iter().chain(spent));
+                span.end_with(Status::error(description));
+            }
             Err(error)
         }
     }
@@ -232,11 +236,6 @@ pub(crate) async fn traced_chat(
 impl Host for HostState {
     async fn chat(&mut self, request: wit::ChatRequest) -> wasmtime::Result<Result<wit::ChatResponse, wit::LlmError>> {
         let cap = self.trace.budget().max_attribute_bytes;
-        let trace = &self.trace;
-        let outcome = traced_chat(&mut self.llm, request, cap, |attributes| {
-            trace.start(names::LLM, opentelemetry::trace::SpanKind::Client, attributes)
-        })
-        .await;
-        Ok(outcome)
+        Ok(traced_chat(&mut self.llm, request, Some(&self.trace), cap).await)
     }
 }
