@@ -1,28 +1,25 @@
-//! The f-string prompt formatter. Until the copies are consolidated into one crate this compiles
-//! the host's `runtime/host/src/prompt.rs` (what `resources.format-prompt` runs; the file alone,
-//! so no wasmtime) and APO's `plugins/apo/src/template.rs` straight from their sources.
-//! Input: a template, then after a NUL byte `name=value` lines.
+//! The f-string prompt formatter (`agl-template`: the host's `resources.format-prompt`, the SDK's
+//! inline prompts, APO's edit check), and APO's own template text helpers
+//! (`plugins/apo/src/template.rs`, compiled here from its source: a guest crate, not a
+//! dependency). Input: a template, then after a NUL byte `name=value` lines.
 //!
-//! Invariants: no panic; the host's `format` agrees with a small reference model written here
-//! (same success, same output); APO finds the same placeholder names as the host in every
-//! template the host accepts; APO's `fill` and `extract_edited` never panic.
+//! Invariants: no panic; `format` agrees with a small reference model written here (same
+//! success, same output); a parsed template, written back with its braces doubled, parses to the
+//! same pieces; `format` succeeds exactly when every placeholder has a value; APO's `fill`,
+//! `edit_problem` and `extract_edited` never panic.
 
 #![no_main]
-
-#[allow(dead_code)]
-#[path = "../../host/src/prompt.rs"]
-mod host_prompt;
 
 #[allow(dead_code)]
 #[path = "../../../plugins/apo/src/template.rs"]
 mod apo_template;
 
 use agl_fuzz::fields;
+use agl_template::{Piece, TemplateError, format, parse, placeholders};
 use libfuzzer_sys::fuzz_target;
-use std::collections::BTreeSet;
 
-/// The reference: walk the characters; `{{`/`}}` are braces, `{name}` (name trimmed, letters,
-/// digits or `_`, not empty) is looked up in `vars`, anything else is an error.
+/// The reference: walk the characters; `{{`/`}}` are braces, `{name}` (letters, digits or `_`,
+/// not empty) is looked up in `vars`, anything else is an error.
 fn reference(template: &str, vars: &[(String, String)]) -> Option<String> {
     let chars: Vec<char> = template.chars().collect();
     let mut out = String::new();
@@ -41,11 +38,10 @@ fn reference(template: &str, vars: &[(String, String)]) -> Option<String> {
             '{' => {
                 let close = (i + 1..chars.len()).find(|&j| chars[j] == '}')?;
                 let name: String = chars[i + 1..close].iter().collect();
-                let name = name.trim();
                 if name.is_empty() || name.chars().any(|c| !(c.is_alphanumeric() || c == '_')) {
                     return None;
                 }
-                let (_, value) = vars.iter().find(|(k, _)| k == name)?;
+                let (_, value) = vars.iter().find(|(k, _)| *k == name)?;
                 out.push_str(value);
                 i = close + 1;
             }
@@ -56,6 +52,35 @@ fn reference(template: &str, vars: &[(String, String)]) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// Writes parsed pieces back as a template.
+fn unparse(pieces: &[Piece<'_>]) -> String {
+    let mut out = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(&text.replace('{', "{{").replace('}', "}}")),
+            Piece::Field(name) => {
+                out.push('{');
+                out.push_str(name);
+                out.push('}');
+            }
+        }
+    }
+    out
+}
+
+/// Pieces with adjacent text merged, to compare two parses of the same text.
+fn merged(pieces: &[Piece<'_>]) -> Vec<(bool, String)> {
+    let mut out: Vec<(bool, String)> = Vec::new();
+    for piece in pieces {
+        match (piece, out.last_mut()) {
+            (Piece::Text(text), Some((false, last))) => last.push_str(text),
+            (Piece::Text(text), _) => out.push((false, (*text).to_owned())),
+            (Piece::Field(name), _) => out.push((true, (*name).to_owned())),
+        }
+    }
+    out
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -71,7 +96,7 @@ fuzz_target!(|data: &[u8]| {
         })
         .unwrap_or_default();
 
-    let names = host_prompt::placeholders(template);
+    let names = placeholders(template);
     if let Ok(names) = &names {
         // Give a value to the names of even length, so both outcomes are reached.
         for name in names {
@@ -79,20 +104,30 @@ fuzz_target!(|data: &[u8]| {
                 vars.push((name.clone(), format!("<{name}>")));
             }
         }
-        let apo: BTreeSet<String> = apo_template::placeholders(template);
-        let host: BTreeSet<String> = names.iter().cloned().collect();
-        assert_eq!(apo, host, "APO and the host disagree on the placeholders of {template:?}");
     }
 
-    let formatted = host_prompt::format(template, &vars);
+    let formatted = format(template, &vars);
     let expected = reference(template, &vars);
     assert_eq!(formatted.as_ref().ok(), expected.as_ref(), "format({template:?}) vs the reference");
-    if formatted.is_ok() {
-        assert!(names.is_ok(), "format accepted a template placeholders refused: {template:?}");
+    match (&names, &formatted) {
+        (Ok(names), Ok(_)) => assert!(names.iter().all(|n| vars.iter().any(|(k, _)| k == n))),
+        (Ok(names), Err(TemplateError::Missing { name, .. })) => {
+            assert!(names.contains(name) && !vars.iter().any(|(k, _)| k == name));
+        }
+        (Ok(_), Err(other)) => panic!("placeholders accepted {template:?}, format refused it: {other}"),
+        (Err(_), Ok(_)) => panic!("format accepted {template:?}, placeholders refused it"),
+        (Err(_), Err(_)) => {}
+    }
+
+    if let Ok(pieces) = parse(template) {
+        let written = unparse(&pieces);
+        let again = parse(&written).expect("a written-back template parses");
+        assert_eq!(merged(&again), merged(&pieces), "{template:?} written back as {written:?}");
     }
 
     let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let _ = apo_template::fill(template, &pairs);
-    let _ = apo_template::missing_placeholders(template, parts.get(1).map_or("", String::as_str));
+    let _ = apo_template::edit_problem(template, parts.get(1).map_or("", String::as_str));
+    let _ = apo_template::lacks_markers(template, &["question", "prompt_template"]);
     let _ = apo_template::extract_edited(template);
 });
