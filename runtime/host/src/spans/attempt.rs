@@ -149,13 +149,16 @@ impl AttemptTrace {
         }
     }
 
-    /// Opens an operation span of the agent's own; later spans nest under it until it closes.
-    /// Past the budget nothing opens and the handle is 0 (closing it does nothing).
+    /// Opens an operation span of the agent's own (`agentlightning.operation`, its name in
+    /// `agentlightning.operation.name`, as Agent-lightning's `operation` emitter); later spans
+    /// nest under it until it closes. Past the budget nothing opens and the handle is 0 (closing
+    /// it does nothing).
     pub fn open_operation(&mut self, name: String) -> u64 {
         if !self.account.lock().admit(&name, name.len() as u64) {
             return 0;
         }
-        let span = self.start_span(name, SpanKind::Internal, Vec::new());
+        let attributes = vec![KeyValue::new(names::OPERATION_NAME, name)];
+        let span = self.start_span(names::OPERATION_SPAN, SpanKind::Internal, attributes);
         let handle = self.next_handle;
         self.next_handle += 1;
         let cx = self.parent().with_span(span);

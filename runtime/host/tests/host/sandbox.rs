@@ -287,13 +287,13 @@ async fn named_and_primary_rewards_and_operation_spans_are_traced() {
     let operation = ran
         .spans
         .iter()
-        .find(|s| {
-            s.parent_id.as_deref() == Some(ran.root().span_id.as_str())
-                && !s.name.starts_with("agl.")
-                && !s.name.starts_with("openai")
-                && !s.name.starts_with("agentlightning")
-        })
+        .find(|s| s.name == agl_store::semconv::OPERATION_SPAN)
         .expect("the agent's operation span");
+    assert_eq!(operation.parent_id.as_deref(), Some(ran.root().span_id.as_str()));
+    assert_eq!(
+        operation.attributes[agl_store::semconv::OPERATION_NAME],
+        "probe-operation"
+    );
     assert_eq!(operation.status.status_code, agl_store::StatusCode::Error);
     let children: Vec<&str> = ran
         .spans
