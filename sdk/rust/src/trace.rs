@@ -40,13 +40,14 @@ pub trait Trace {
         self.log(Level::Error, message);
     }
 
-    /// Records a free-form message (a span event).
+    /// Records a free-form message (an `agentlightning.message` span).
     fn message(&self, text: &str) {
         trace::message(text);
     }
 
-    /// Records `value` as a structured object (its JSON becomes the span's `agl.object`). Fails only
-    /// when `value` cannot be serialized to JSON (e.g. a map with non-string keys).
+    /// Records `value` as a structured object (its JSON becomes an `agentlightning.object` span's
+    /// `agentlightning.object.json`). Fails only when `value` cannot be serialized to JSON (e.g. a
+    /// map with non-string keys).
     fn object<T: Serialize + ?Sized>(&self, value: &T) -> Result<()> {
         let json = serde_json::to_string(value)?;
         trace::object(&json);
