@@ -10,21 +10,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
-    let max_body = agl_wasm::policy::parse_size(&args.max_body).map_err(|e| InputError(format!("--max-body: {e}")))?;
-    if !args.host.is_loopback() && args.token.is_none() {
+    let options = server_options(args)?;
+    if !options.host.is_loopback() && options.token.is_none() {
         stderr_line(&format!(
             "warning: serving on {} without --token: anyone who can reach it can use the store",
-            args.host
+            options.host
         ));
     }
     let mut interrupts = crate::signals::Interrupts::register()?;
     let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
-    let options = ServerOptions {
-        host: args.host,
-        port: args.port,
-        token: args.token,
-        max_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
-    };
     let handle = serve(store, options).await.context("starting the store server")?;
     stderr_line(&format!(
         "agl-host store: listening on {} (Ctrl-C to stop)",
@@ -34,4 +28,69 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     stderr_line("agl-host store: stopping");
     handle.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server's options from the flags: sizes and durations parsed, each error naming its flag.
+fn server_options(args: StoreArgs) -> Result<ServerOptions, InputError> {
+    let max_body = agl_wasm::policy::parse_size(&args.max_body).map_err(|e| InputError(format!("--max-body: {e}")))?;
+    let duration = |flag: &str, value: &str| {
+        agl_wasm::policy::parse_duration(value).map_err(|e| InputError(format!("{flag}: {e}")))
+    };
+    Ok(ServerOptions {
+        host: args.host,
+        port: args.port,
+        token: args.token,
+        max_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
+        header_read_timeout: duration("--header-timeout", &args.header_timeout)?,
+        body_read_timeout: duration("--body-timeout", &args.body_timeout)?,
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn store_args(flags: &[&str]) -> StoreArgs {
+        let cli = Cli::try_parse_from(["agl-host", "store"].iter().chain(flags)).expect("flags parse");
+        match cli.command {
+            Command::Store(args) => args,
+            _ => panic!("not the store command"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_the_servers_defaults() {
+        let options = server_options(store_args(&[])).expect("valid");
+        assert_eq!(options, ServerOptions::default());
+    }
+
+    #[test]
+    fn limits_come_from_their_flags() {
+        let options = server_options(store_args(&[
+            "--max-body",
+            "1MiB",
+            "--header-timeout",
+            "5s",
+            "--body-timeout",
+            "1500ms",
+            "--max-connections",
+            "7",
+        ]))
+        .expect("valid");
+        assert_eq!(options.max_body_bytes, 1 << 20);
+        assert_eq!(options.header_read_timeout, Duration::from_secs(5));
+        assert_eq!(options.body_read_timeout, Duration::from_millis(1500));
+        assert_eq!(options.max_connections, 7);
+    }
+
+    #[test]
+    fn a_bad_limit_names_its_flag() {
+        let error = server_options(store_args(&["--body-timeout", "soon"])).expect_err("invalid");
+        assert!(error.0.starts_with("--body-timeout:"), "{}", error.0);
+        assert!(Cli::try_parse_from(["agl-host", "store", "--max-connections", "0"]).is_err());
+    }
 }
