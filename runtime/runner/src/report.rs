@@ -3,7 +3,9 @@
 //! missing reward counts as 0, as Agent-lightning's algorithms score them); and every failed
 //! rollout with the reason its last attempt failed, so that a user sees why.
 
-use agl_store::{Attempt, AttemptStatus, LightningStore, Mode, RolloutQuery, RolloutStatus, SpanQuery, StoreError};
+use agl_store::{
+    Attempt, AttemptStatus, LightningStore, Mode, RolloutQuery, RolloutStatus, SpanQuery, StoreError, semconv,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -121,8 +123,19 @@ fn split_name(mode: Option<Mode>) -> &'static str {
     }
 }
 
+/// Whether `rollout` holds an algorithm's own trace rather than a task.
+fn is_algorithm_rollout(rollout: &agl_store::Rollout) -> bool {
+    rollout
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(semconv::ROLLOUT_KIND))
+        .and_then(|kind| kind.as_str())
+        == Some(semconv::ALGORITHM_ROLLOUT)
+}
+
 impl RunReport {
-    /// Reads every rollout of the store and the final reward of its latest attempt.
+    /// Reads every rollout of the store but an algorithm's own, and the final reward of its
+    /// latest attempt.
     pub async fn collect(store: &dyn LightningStore) -> Result<Self, StoreError> {
         let mut splits: BTreeMap<&'static str, Tally> = BTreeMap::new();
         let mut total = Tally::default();
@@ -135,6 +148,9 @@ impl RunReport {
             let fetched = page.items.len();
             for view in &page.items {
                 let rollout = &view.rollout;
+                if is_algorithm_rollout(rollout) {
+                    continue; // the algorithm's own trace (its LLM calls), not a task
+                }
                 let attempts = view.attempt.as_ref().map_or(0, |a| a.sequence_id);
                 let reward = if rollout.status == RolloutStatus::Succeeded {
                     let spans = store
@@ -211,6 +227,29 @@ mod tests {
         assert_eq!(report.retried, 2);
         assert_eq!(report.mean_reward, 0.25);
         assert_eq!(report.mean_reward_succeeded, Some(1.0));
+    }
+
+    #[tokio::test]
+    async fn an_algorithms_own_rollout_is_not_a_task() {
+        use agl_store::{EnqueueRolloutRequest, InMemoryLightningStore, JsonMap, StartRolloutRequest};
+        let store = InMemoryLightningStore::new();
+        store
+            .enqueue_rollouts(vec![EnqueueRolloutRequest::new(serde_json::json!({"q": 1}))])
+            .await
+            .expect("a task");
+        let mut metadata = JsonMap::new();
+        metadata.insert(semconv::ROLLOUT_KIND.into(), semconv::ALGORITHM_ROLLOUT.into());
+        let mut own = EnqueueRolloutRequest::new(serde_json::json!({"agl.algorithm": "apo"}));
+        own.metadata = Some(metadata);
+        store
+            .start_rollout(StartRolloutRequest {
+                rollout: own,
+                worker_id: None,
+            })
+            .await
+            .expect("the algorithm's rollout");
+        let report = RunReport::collect(&store).await.expect("report");
+        assert_eq!(report.total.rollouts, 1, "{report:?}");
     }
 
     fn failed(reason: &str) -> FailedRollout {

@@ -154,7 +154,7 @@ impl AttemptTrace {
     /// nest under it until it closes. Past the budget nothing opens and the handle is 0 (closing
     /// it does nothing).
     pub fn open_operation(&mut self, name: String) -> u64 {
-        if !self.account.lock().admit(&name, name.len() as u64) {
+        if !self.account.lock().admit(names::OPERATION_SPAN, name.len() as u64) {
             return 0;
         }
         let attributes = vec![KeyValue::new(names::OPERATION_NAME, name)];
