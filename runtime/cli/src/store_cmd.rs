@@ -44,6 +44,7 @@ fn server_options(args: StoreArgs) -> Result<ServerOptions, InputError> {
         header_read_timeout: duration("--header-timeout", &args.header_timeout)?,
         body_read_timeout: duration("--body-timeout", &args.body_timeout)?,
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        ..ServerOptions::default()
     })
 }
 

@@ -1,9 +1,11 @@
 //! The accept loop and each connection's life: HTTP/1.1 by hyper, at most `max_connections` at
-//! once, `header_read_timeout` to send a request head, accept errors (EMFILE and the like) logged
+//! once, `header_read_timeout` to send a request head, `write_stall_timeout` for a client to go
+//! on reading its answer ([`StallGuard`]), accept errors (EMFILE and the like) logged
 //! and retried instead of ending the server, and a graceful close of every connection on shutdown.
 //! What a request means is the router's business ([`crate::routes`]), not this module's.
 
 use crate::options::ServerOptions;
+use crate::stall::StallGuard;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -31,6 +33,8 @@ const MAX_CONNECTIONS: usize = if Semaphore::MAX_PERMITS < u32::MAX as usize {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ConnectionLimits {
     pub header_read_timeout: Duration,
+    /// How long a write to the client may wait without progress ([`StallGuard`]).
+    pub write_stall_timeout: Duration,
     pub max_connections: usize,
 }
 
@@ -39,6 +43,7 @@ impl ConnectionLimits {
         Self {
             // hyper treats a zero timeout as "fire at once"; a millisecond is the intent.
             header_read_timeout: options.header_read_timeout.max(Duration::from_millis(1)),
+            write_stall_timeout: options.write_stall_timeout.max(Duration::from_millis(1)),
             max_connections: options.max_connections.clamp(1, MAX_CONNECTIONS),
         }
     }
@@ -73,7 +78,8 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, limits: Connection
                 continue;
             }
         };
-        let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let io = TokioIo::new(StallGuard::new(stream, limits.write_stall_timeout));
+        let connection = http.serve_connection(io, TowerToHyperService::new(app.clone()));
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let _slot = slot;

@@ -22,11 +22,12 @@ mod options;
 mod query_string;
 mod routes;
 mod server;
+mod stall;
 
 pub use error::ServerError;
 pub use options::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_PORT, ServerOptions,
+    DEFAULT_PORT, DEFAULT_WRITE_STALL_TIMEOUT, ServerOptions,
 };
 pub use server::{SHUTDOWN_GRACE, ServerHandle, serve};
 

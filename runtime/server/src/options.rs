@@ -14,6 +14,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client may take to send a request's body unless configured otherwise: 60 s.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a client may leave an answer unread before its connection is closed unless
+/// configured otherwise: 60 s.
+pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many connections are served at once unless configured otherwise: 512 (below the usual
 /// 1024 open-file limit, so the cap is reached before the process runs out of descriptors).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
@@ -37,6 +40,9 @@ pub struct ServerOptions {
     pub header_read_timeout: Duration,
     /// A request whose body has not fully arrived this long after its headers is answered 408.
     pub body_read_timeout: Duration,
+    /// A connection whose client has read nothing of an answer for this long is closed (a client
+    /// that asks and never reads would otherwise hold its connection for ever).
+    pub write_stall_timeout: Duration,
     /// At most this many connections are served at once; further clients wait in the listen
     /// backlog until one closes. At least 1.
     pub max_connections: usize,
@@ -51,6 +57,7 @@ impl Default for ServerOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
@@ -66,6 +73,7 @@ impl fmt::Debug for ServerOptions {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
+            .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_connections", &self.max_connections)
             .finish()
     }
@@ -89,6 +97,7 @@ mod tests {
         let options = ServerOptions::default();
         assert_eq!(options.header_read_timeout, Duration::from_secs(30));
         assert_eq!(options.body_read_timeout, Duration::from_secs(60));
+        assert_eq!(options.write_stall_timeout, Duration::from_secs(60));
         assert_eq!(options.max_connections, 512);
     }
 

@@ -224,6 +224,51 @@ async fn at_the_connection_cap_a_new_client_waits_until_a_connection_closes() {
     server.handle.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_answer_is_cut_off_and_frees_its_slot() {
+    let server = TestServer::with_options(ServerOptions {
+        max_connections: 1,
+        write_stall_timeout: Duration::from_secs(1),
+        ..ServerOptions::default()
+    })
+    .await;
+    // An answer far larger than the socket buffers: four rollouts of 8 MiB input each.
+    let big = "x".repeat(8 << 20);
+    for _ in 0..4 {
+        server
+            .store
+            .enqueue_rollout(agl_store::EnqueueRolloutRequest::new(json!(big)))
+            .await
+            .expect("enqueued");
+    }
+    drop(big);
+    let mut reader = connect(&server).await;
+    reader
+        .write_all(b"GET /v1/agl/rollouts HTTP/1.1\r\nhost: test\r\n\r\n")
+        .await
+        .expect("request sent");
+    // It reads nothing. The one connection slot is its until the server gives up on it.
+    let served = tokio::time::timeout(PATIENCE, async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .timeout(PATIENCE)
+            .build()
+            .expect("client");
+        client
+            .get(server.url("/v1/agl/health"))
+            .send()
+            .await
+            .map(|a| a.status().as_u16())
+    })
+    .await;
+    assert!(
+        matches!(served, Ok(Ok(200))),
+        "the slot of a client that never reads was never freed: {served:?}"
+    );
+    drop(reader);
+    server.handle.shutdown().await;
+}
+
 // ---- bodies -------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
