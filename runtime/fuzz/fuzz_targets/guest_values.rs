@@ -69,14 +69,21 @@ async fn enqueue(selector: u8, args: &[String]) {
         return;
     };
     let (store, clock) = memory_store_with_clock();
-    let enqueued = store.enqueue_rollouts(vec![request]).await.expect("a valid rollout enqueues");
+    let enqueued = store
+        .enqueue_rollouts(vec![request])
+        .await
+        .expect("a valid rollout enqueues");
     let rollout = &enqueued[0];
     let input_json = rollout.input.to_string();
     let again: serde_json::Value = serde_json::from_str(&input_json).expect("input-json parses again");
     assert_eq!(again, rollout.input, "input-json changed on its way back");
     assert_invariants(&store);
 
-    let outcome = if selector & 0x10 == 0 { AttemptStatus::Failed } else { AttemptStatus::Succeeded };
+    let outcome = if selector & 0x10 == 0 {
+        AttemptStatus::Failed
+    } else {
+        AttemptStatus::Succeeded
+    };
     for _ in 0..3 {
         let Some(dequeued) = store.dequeue_rollout(Some("w")).await.expect("dequeue") else {
             break;
@@ -84,7 +91,11 @@ async fn enqueue(selector: u8, args: &[String]) {
         assert_invariants(&store);
         if selector & 0x20 == 0 {
             store
-                .update_attempt(&dequeued.rollout.rollout_id, AttemptRef::Latest, AttemptUpdate::status(outcome))
+                .update_attempt(
+                    &dequeued.rollout.rollout_id,
+                    AttemptRef::Latest,
+                    AttemptUpdate::status(outcome),
+                )
                 .await
                 .expect("end the attempt");
         } else {

@@ -46,13 +46,26 @@ fuzz_target!(|data: &[u8]| {
         assert!(!request.messages.is_empty());
         assert!(request_bytes(&request) <= SMALL.max_request_bytes);
         assert!(request.tools.len() <= SMALL.max_tools as usize);
-        let tools = request.tools.iter().fold(0u64, |sum, t| sum.saturating_add(tool_bytes(t)));
+        let tools = request
+            .tools
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(tool_bytes(t)));
         assert!(tools <= SMALL.max_tools_bytes);
-        assert!(request.max_tokens.is_none_or(|n| n <= SMALL.max_output_tokens && u64::from(n) <= budget));
-        assert!(validate_request(&request, &LARGE, u64::MAX).is_ok(), "larger limits refused {request:?}");
+        assert!(
+            request
+                .max_tokens
+                .is_none_or(|n| n <= SMALL.max_output_tokens && u64::from(n) <= budget)
+        );
+        assert!(
+            validate_request(&request, &LARGE, u64::MAX).is_ok(),
+            "larger limits refused {request:?}"
+        );
     }
     // The request survives its own JSON round trip (the host records it in span attributes).
     let json = serde_json::to_vec(&request).expect("a request serialises");
     let again = serde_json::from_slice::<ChatRequest>(&json).expect("a serialised request parses again");
-    assert_eq!(again.messages, request.messages, "messages changed in a JSON round trip");
+    assert_eq!(
+        again.messages, request.messages,
+        "messages changed in a JSON round trip"
+    );
 });

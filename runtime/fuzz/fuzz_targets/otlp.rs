@@ -48,7 +48,10 @@ fuzz_target!(|data: &[u8]| {
         Ok(request) => request,
         Err(error) => {
             let status = error.http_status();
-            assert!((400..500).contains(&status), "decoding error answered {status}: {error}");
+            assert!(
+                (400..500).contains(&status),
+                "decoding error answered {status}: {error}"
+            );
             let _ = error.response(content_type);
             return;
         }
@@ -57,7 +60,11 @@ fuzz_target!(|data: &[u8]| {
     // The JSON decoder builds the same prost message the protobuf decoder reads.
     let encoded = request.encode_to_vec();
     let again = decode_request(Some(PROTOBUF_CONTENT_TYPE), None, &encoded).expect("re-encoded request decodes");
-    assert_eq!(again.encode_to_vec(), encoded, "protobuf round trip changed the request");
+    assert_eq!(
+        again.encode_to_vec(),
+        encoded,
+        "protobuf round trip changed the request"
+    );
 
     let Decoded { mut spans, dropped } = agl_otlp::attribution::spans_from_request(&request);
     for decoded in &spans {

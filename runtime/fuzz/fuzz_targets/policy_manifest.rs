@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
             && let Ok(seconds) = value.trim().parse::<f64>()
         {
             let diff = (duration.as_secs_f64() - seconds).abs();
-            assert!(diff <= seconds * 1e-9 + 1e-9, "a bare duration is seconds: {value:?} -> {duration:?}");
+            assert!(
+                diff <= seconds * 1e-9 + 1e-9,
+                "a bare duration is seconds: {value:?} -> {duration:?}"
+            );
         }
         if let Ok(grant) = parse_dir_grant(value) {
             assert!(!grant.guest_path.is_empty(), "empty guest path from {value:?}");

@@ -108,7 +108,11 @@ fuzz_target!(|data: &[u8]| {
 
     let formatted = format(template, &vars);
     let expected = reference(template, &vars);
-    assert_eq!(formatted.as_ref().ok(), expected.as_ref(), "format({template:?}) vs the reference");
+    assert_eq!(
+        formatted.as_ref().ok(),
+        expected.as_ref(),
+        "format({template:?}) vs the reference"
+    );
     match (&names, &formatted) {
         (Ok(names), Ok(_)) => assert!(names.iter().all(|n| vars.iter().any(|(k, _)| k == n))),
         (Ok(names), Err(TemplateError::Missing { name, .. })) => {
@@ -122,7 +126,11 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(pieces) = parse(template) {
         let written = unparse(&pieces);
         let again = parse(&written).expect("a written-back template parses");
-        assert_eq!(merged(&again), merged(&pieces), "{template:?} written back as {written:?}");
+        assert_eq!(
+            merged(&again),
+            merged(&pieces),
+            "{template:?} written back as {written:?}"
+        );
     }
 
     let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
