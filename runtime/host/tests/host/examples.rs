@@ -8,6 +8,13 @@ use agl_wasm::*;
 use serde_json::Value;
 use std::sync::Arc;
 
+/// One attempt of `task` by the agent of `example` (a folder under examples/), with that
+/// example's initial resources.
+async fn run_example(example: &str, agent: &AgentComponent, task: &Value, llm: &Arc<dyn agl_llm::LlmBackend>) -> Ran {
+    let resources = resources_from(&format!("examples/{example}/initial-resources.json"));
+    run(agent, task.clone(), llm.clone(), Some(resources)).await
+}
+
 fn dataset(relative: &str) -> Vec<Value> {
     std::fs::read_to_string(repo_path(relative))
         .expect("dataset")
@@ -24,13 +31,7 @@ async fn math_agent_solves_the_val_set_with_the_scripted_model_and_traces_every_
     let tasks = dataset("examples/math-agent/data/val.jsonl");
     assert!(tasks.len() >= 5);
     for task in tasks {
-        let ran = run(
-            &agent,
-            task.clone(),
-            llm.clone(),
-            Some(resources_from("examples/math-agent/initial-resources.json")),
-        )
-        .await;
+        let ran = run_example("math-agent", &agent, &task, &llm).await;
         assert_eq!(
             ran.outcome.status,
             agl_store::AttemptStatus::Succeeded,
@@ -103,17 +104,11 @@ async fn math_agent_works_against_an_openai_compatible_http_server_on_loopback()
     let server = serve(Arc::new(scripted), "127.0.0.1:0".parse().unwrap()).await.unwrap();
     let mut config = OpenAiConfig::new(server.base_url(), "scripted");
     config.api_key = Some("test-key".into());
-    let llm = Arc::new(OpenAiBackend::new(config).unwrap());
+    let llm: Arc<dyn agl_llm::LlmBackend> = Arc::new(OpenAiBackend::new(config).unwrap());
     let agent = load("examples/math-agent", SandboxPolicy::default());
     let tasks = dataset("examples/math-agent/data/train.jsonl");
     for task in tasks.iter().take(4) {
-        let ran = run(
-            &agent,
-            task.clone(),
-            llm.clone(),
-            Some(resources_from("examples/math-agent/initial-resources.json")),
-        )
-        .await;
+        let ran = run_example("math-agent", &agent, task, &llm).await;
         assert_eq!(ran.outcome.reward, Some(1.0), "task {task}: {:?}", ran.outcome.failure);
         let llm_span = ran.spans_named("openai.chat.completion");
         assert_eq!(llm_span[0].attributes["gen_ai.response.model"], "scripted");
@@ -134,13 +129,7 @@ async fn classifier_agent_scores_what_the_scripted_model_gets_right() {
     let tasks = dataset("examples/classifier-agent/data/val.jsonl");
     let mut total = 0.0;
     for task in &tasks {
-        let ran = run(
-            &agent,
-            task.clone(),
-            llm.clone(),
-            Some(resources_from("examples/classifier-agent/initial-resources.json")),
-        )
-        .await;
+        let ran = run_example("classifier-agent", &agent, task, &llm).await;
         assert_eq!(
             ran.outcome.status,
             agl_store::AttemptStatus::Succeeded,
