@@ -84,7 +84,7 @@ impl AttemptTrace {
     }
 
     /// Clips `attributes` and asks the budget for a span named `name` carrying them.
-    fn admit(&self, name: &str, attributes: &mut [KeyValue]) -> bool {
+    fn admit(&self, name: &'static str, attributes: &mut [KeyValue]) -> bool {
         let mut account = self.account.lock();
         let bytes = account.clip(attributes);
         account.admit(name, bytes)

@@ -1,8 +1,8 @@
 //! The span budget of one attempt: how many spans and how many bytes of span content a guest may
 //! make the host hold (the sandbox policy's `[spans]`). Attribute text is clipped to the
 //! per-attribute cap before it is measured; a span past the count or byte budget is never built,
-//! only counted (by name), and the attempt's trace ends with one marker span saying what was
-//! dropped.
+//! only counted (by span name: the host's own, a fixed set), and the attempt's trace ends with
+//! one marker span saying what was dropped.
 
 use agl_policy::SpanBudget;
 use opentelemetry::{KeyValue, StringValue, Value};
@@ -10,10 +10,6 @@ use std::collections::BTreeMap;
 
 /// What a span costs besides its attribute text: ids, times, names, the store's bookkeeping.
 pub const SPAN_OVERHEAD_BYTES: u64 = 512;
-/// Distinct span names counted one by one in the drop summary (operation names are the guest's
-/// own); the rest are counted under `OTHER_NAMES`.
-const MAX_NAMES_COUNTED: usize = 32;
-const OTHER_NAMES: &str = "(other names)";
 
 /// Spans and bytes spent, and what was refused.
 #[derive(Debug, Clone)]
@@ -23,7 +19,7 @@ pub struct SpanAccount {
     bytes: u64,
     dropped_spans: u32,
     dropped_bytes: u64,
-    dropped_by_name: BTreeMap<String, u32>,
+    dropped_by_name: BTreeMap<&'static str, u32>,
     /// The first bound that refused a span ("count" or "bytes").
     first_refusal: Option<&'static str>,
 }
@@ -33,7 +29,7 @@ pub struct SpanAccount {
 pub struct DroppedSpans {
     pub spans: u32,
     pub bytes: u64,
-    pub by_name: BTreeMap<String, u32>,
+    pub by_name: BTreeMap<&'static str, u32>,
     /// Which bound was reached first: `count` or `bytes`.
     pub bound: Option<&'static str>,
 }
@@ -73,7 +69,7 @@ impl SpanAccount {
     }
 
     /// Admits a span of `bytes` (its attributes, clipped) named `name`, or counts it as dropped.
-    pub fn admit(&mut self, name: &str, bytes: u64) -> bool {
+    pub fn admit(&mut self, name: &'static str, bytes: u64) -> bool {
         let cost = bytes.saturating_add(SPAN_OVERHEAD_BYTES);
         let refusal = if self.spans >= self.budget.max_spans {
             Some("count")
@@ -92,12 +88,7 @@ impl SpanAccount {
                 self.first_refusal.get_or_insert(bound);
                 self.dropped_spans = self.dropped_spans.saturating_add(1);
                 self.dropped_bytes = self.dropped_bytes.saturating_add(cost);
-                let key = if self.dropped_by_name.contains_key(name) || self.dropped_by_name.len() < MAX_NAMES_COUNTED {
-                    name
-                } else {
-                    OTHER_NAMES
-                };
-                *self.dropped_by_name.entry(key.to_owned()).or_default() += 1;
+                *self.dropped_by_name.entry(name).or_default() += 1;
                 false
             }
         }
@@ -173,20 +164,5 @@ mod tests {
         };
         assert!(kept.as_str().starts_with(&"x".repeat(100)) && kept.as_str().contains("more bytes"));
         assert!(bytes < 200, "{bytes}");
-    }
-
-    #[test]
-    fn distinct_dropped_names_are_bounded() {
-        let mut account = budget(0, u64::MAX, 1024);
-        for i in 0..100 {
-            account.admit(&format!("operation {i}"), 0);
-        }
-        let dropped = account.dropped();
-        assert_eq!(dropped.spans, 100);
-        assert_eq!(dropped.by_name.len(), MAX_NAMES_COUNTED + 1);
-        assert_eq!(
-            dropped.by_name.get(OTHER_NAMES),
-            Some(&(100 - MAX_NAMES_COUNTED as u32))
-        );
     }
 }
