@@ -1,0 +1,67 @@
+"""agl: write an agl-host agent in Python as one function.
+
+An agent is a WebAssembly component of world ``agent`` (``wit/agent.wit``); ``agl-host build DIR``
+(or ``agl-host run --agent DIR``) builds one from a folder with an ``app.py`` like::
+
+    import agl
+
+    @agl.rollout
+    def rollout(task: dict, ctx: agl.Ctx) -> float | None:
+        prompt = ctx.prompt("prompt").format(question=task["question"])
+        reply = ctx.llm.ask(prompt)
+        ctx.info(f"reply: {reply}")
+        return 1.0 if reply.strip() == task["answer"] else 0.0
+
+The function gets the rollout's input (parsed JSON) and a :class:`Ctx`; it returns the final
+reward, or ``None`` to leave it to ``ctx.reward``. An exception fails the attempt with its message.
+Every ``ctx`` call is a host call, recorded by agl-host as a span. See ``sdk/python/README.md``.
+"""
+
+from __future__ import annotations
+
+from .agent import rollout
+from .ctx import Ctx, Prompt
+from .errors import (
+    AglError,
+    Backend,
+    BudgetExceeded,
+    InvalidRequest,
+    LlmError,
+    ModelNotAllowed,
+    PromptError,
+    ResourceError,
+    TaskError,
+    Timeout,
+)
+from .host import Level, LlmEndpoint, Mode, PromptTemplate, Resource, RolloutContext
+from .llm import ChatResponse, Llm, Message, Tool, ToolCall, Usage
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "rollout",
+    "Ctx",
+    "Prompt",
+    "Llm",
+    "Message",
+    "Tool",
+    "ToolCall",
+    "ChatResponse",
+    "Usage",
+    "Level",
+    "Mode",
+    "RolloutContext",
+    "PromptTemplate",
+    "LlmEndpoint",
+    "Resource",
+    "AglError",
+    "TaskError",
+    "PromptError",
+    "ResourceError",
+    "LlmError",
+    "ModelNotAllowed",
+    "BudgetExceeded",
+    "Timeout",
+    "InvalidRequest",
+    "Backend",
+]
