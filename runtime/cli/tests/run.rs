@@ -159,6 +159,37 @@ fn run_with_the_baseline_scores_every_task_of_the_math_agent() {
 }
 
 #[test]
+fn components_built_against_wit_0_1_0_run_unchanged_and_score_as_today() {
+    let dir = temp_dir("wit-0.1.0");
+    let fixtures = repo().join("tests/fixtures/agl-agent-0.1.0");
+    let (old_out, new_out) = (dir.join("old.json"), dir.join("new.json"));
+    let old = math_run(
+        fixtures.join("math_agent.wasm"),
+        fixtures.join("agl_baseline.wasm"),
+        "initial-resources.json",
+        "rules.json",
+    )
+    .flag("--output", &old_out)
+    .output();
+    assert!(old.status.success(), "{}", text(&old));
+    let new = math_run(
+        repo().join("examples/math-agent"),
+        "baseline",
+        "initial-resources.json",
+        "rules.json",
+    )
+    .flag("--output", &new_out)
+    .output();
+    assert!(new.status.success(), "{}", text(&new));
+    let (old, new) = (read_results(&old_out), read_results(&new_out));
+    assert_eq!(old["total"]["succeeded"], 20, "{old:#}");
+    for key in ["succeeded", "failed", "mean_reward"] {
+        assert_eq!(old["total"][key], new["total"][key], "{key}: {old:#} vs {new:#}");
+    }
+    assert_eq!(old["best"]["score"], new["best"]["score"]);
+}
+
+#[test]
 fn a_trapping_agent_is_retried_once_and_final_statuses_are_right() {
     let dir = temp_dir("retry");
     let (train, config, out) = (

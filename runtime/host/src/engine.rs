@@ -126,9 +126,13 @@ impl WasmHost {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
         crate::bindings::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::v0_1::agent::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| HostError::Engine(e.to_string()))?;
         let mut algorithm_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut algorithm_linker).map_err(|e| HostError::Engine(e.to_string()))?;
         crate::algorithm::bindings::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
+            .map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::v0_1::algorithm::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
             .map_err(|e| HostError::Engine(e.to_string()))?;
         let cache = options.cache_dir.clone().map(ComponentCache::new);
         Ok(Self {

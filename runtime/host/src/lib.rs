@@ -8,6 +8,8 @@
 //! - [`AlgorithmComponent::run`] runs an algorithm component, which drives the store, reads
 //!   spans through the adapter and reports progress to an [`AlgorithmObserver`].
 //!
+//! - [`v0_1`] serves components built against `agl:agent@0.1.0` beside 0.2.0 ones.
+//!
 //! This crate knows the store trait and the LLM backend trait; it knows nothing of HTTP servers
 //! or the command line.
 
@@ -28,6 +30,7 @@ pub mod output;
 mod sandbox;
 pub mod spans;
 mod state;
+pub mod v0_1;
 
 pub use agent::{AgentComponent, AttemptOutcome, AttemptRequest, TraceObserver};
 pub use algorithm::{

@@ -14,7 +14,7 @@ pub struct Loaded {
     pub(crate) policy: SandboxPolicy,
     compiled: Compiled,
     compile_time: Duration,
-    /// The names of the component's imports (e.g. `agl:agent/llm@0.1.0`).
+    /// The names of the component's imports (e.g. `agl:agent/llm@0.2.0`).
     imports: Vec<String>,
 }
 

@@ -45,11 +45,18 @@ fn len(text: &str) -> u64 {
     u64::try_from(text.len()).unwrap_or(u64::MAX)
 }
 
-/// Bytes a message counts for: content, tool call id and role name.
+/// Bytes a message counts for: content, tool call id, role name and its tool calls (id, name
+/// and arguments of each).
 pub fn message_bytes(message: &Message) -> u64 {
+    let calls = message.tool_calls.iter().fold(0u64, |sum, call| {
+        sum.saturating_add(len(&call.id))
+            .saturating_add(len(&call.name))
+            .saturating_add(len(&call.arguments))
+    });
     len(&message.content)
         .saturating_add(message.tool_call_id.as_deref().map_or(0, len))
         .saturating_add(len(message.role.as_str()))
+        .saturating_add(calls)
 }
 
 /// Bytes a tool counts for: name, description and its JSON schema as compact JSON.

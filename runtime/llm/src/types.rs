@@ -33,6 +33,9 @@ pub struct Message {
     /// For [`Role::Tool`] messages: the id of the tool call this message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// For [`Role::Assistant`] messages: the tool calls the model made in that turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 impl Message {
@@ -41,6 +44,15 @@ impl Message {
             role,
             content: content.into(),
             tool_call_id: None,
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// An assistant turn that called tools (its `text` may be empty).
+    pub fn assistant_tool_calls(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message {
+            tool_calls,
+            ..Message::new(Role::Assistant, text)
         }
     }
 

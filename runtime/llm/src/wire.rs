@@ -36,6 +36,9 @@ pub(crate) struct WireMessage {
     pub content: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// An assistant message's tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<WireToolCall>>,
 }
 
 /// `stop` is either one string or a list of them.
@@ -210,10 +213,14 @@ impl WireRequest {
             messages: request
                 .messages
                 .iter()
-                .map(|m| WireMessage {
-                    role: m.role.as_str().to_owned(),
-                    content: Some(Value::String(m.content.clone())),
-                    tool_call_id: m.tool_call_id.clone(),
+                .map(|m| {
+                    let tool_calls = wire_tool_calls(&m.tool_calls);
+                    WireMessage {
+                        role: m.role.as_str().to_owned(),
+                        content: message_content(&m.content, tool_calls.is_some()),
+                        tool_call_id: m.tool_call_id.clone(),
+                        tool_calls,
+                    }
                 })
                 .collect(),
             temperature: request.temperature,
@@ -255,6 +262,7 @@ impl WireRequest {
                     role,
                     content: content_text(m.content.as_ref()),
                     tool_call_id: m.tool_call_id,
+                    tool_calls: m.tool_calls.map(chat_tool_calls).unwrap_or_default(),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -284,6 +292,46 @@ impl WireRequest {
     }
 }
 
+/// Tool calls on the wire; `None` when there are none (the key is then left out).
+fn wire_tool_calls(calls: &[ToolCall]) -> Option<Vec<WireToolCall>> {
+    (!calls.is_empty()).then(|| {
+        calls
+            .iter()
+            .map(|c| WireToolCall {
+                id: Some(c.id.clone()),
+                kind: function_type(),
+                function: WireCalledFunction {
+                    name: c.name.clone(),
+                    arguments: Some(Value::String(c.arguments.clone())),
+                },
+            })
+            .collect()
+    })
+}
+
+/// Tool calls read from the wire: a missing id becomes `call_{i}`, arguments sent as an object
+/// become its JSON text, absent arguments `{}`.
+fn chat_tool_calls(calls: Vec<WireToolCall>) -> Vec<ToolCall> {
+    calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            id: c.id.unwrap_or_else(|| format!("call_{i}")),
+            name: c.function.name,
+            arguments: match c.function.arguments {
+                Some(Value::String(text)) => text,
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(other) => other.to_string(),
+            },
+        })
+        .collect()
+}
+
+/// A message's `content`: OpenAI sends `null` for a pure tool-call turn (no text, some calls).
+fn message_content(text: &str, has_tool_calls: bool) -> Option<Value> {
+    (!(text.is_empty() && has_tool_calls)).then(|| Value::String(text.to_owned()))
+}
+
 /// Token ids as JSON.
 fn id_list(ids: &[u32]) -> Value {
     ids.iter().copied().map(Value::from).collect()
@@ -301,26 +349,8 @@ fn token_ids(value: &Value) -> Option<Vec<u32>> {
 impl WireResponse {
     /// The body a server sends for `response`.
     pub fn from_chat(response: &ChatResponse, id: String, created: u64) -> Self {
-        let tool_calls = (!response.tool_calls.is_empty()).then(|| {
-            response
-                .tool_calls
-                .iter()
-                .map(|c| WireToolCall {
-                    id: Some(c.id.clone()),
-                    kind: function_type(),
-                    function: WireCalledFunction {
-                        name: c.name.clone(),
-                        arguments: Some(Value::String(c.arguments.clone())),
-                    },
-                })
-                .collect()
-        });
-        // OpenAI sends `content: null` for a pure tool-call answer.
-        let content = if response.content.is_empty() && tool_calls.is_some() {
-            None
-        } else {
-            Some(Value::String(response.content.clone()))
-        };
+        let tool_calls = wire_tool_calls(&response.tool_calls);
+        let content = message_content(&response.content, tool_calls.is_some());
         let (input, output) = (
             u64::from(response.usage.input_tokens),
             u64::from(response.usage.output_tokens),
@@ -371,21 +401,7 @@ impl WireResponse {
             logprobs: choice.logprobs.and_then(|l| l.content).filter(|c| !c.is_null()),
         };
         let message = choice.message.ok_or("choices[0] has no message")?;
-        let tool_calls: Vec<ToolCall> = message
-            .tool_calls
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| ToolCall {
-                id: c.id.unwrap_or_else(|| format!("call_{i}")),
-                name: c.function.name,
-                arguments: match c.function.arguments {
-                    Some(Value::String(text)) => text,
-                    None | Some(Value::Null) => "{}".to_owned(),
-                    Some(other) => other.to_string(),
-                },
-            })
-            .collect();
+        let tool_calls = chat_tool_calls(message.tool_calls.unwrap_or_default());
         let finish_reason = choice
             .finish_reason
             .unwrap_or_else(|| if tool_calls.is_empty() { "stop" } else { "tool_calls" }.to_owned());
@@ -443,6 +459,38 @@ mod tests {
             plain,
             json!({"model": "m", "messages": []}),
             "empty stop/tools and unset options are omitted"
+        );
+    }
+
+    #[test]
+    fn an_assistant_turn_with_tool_calls_goes_out_and_comes_back_in_the_openai_shape() {
+        let call = ToolCall {
+            id: "call-1".into(),
+            name: "add".into(),
+            arguments: r#"{"a":2}"#.into(),
+        };
+        let request = ChatRequest::new(vec![
+            Message::user("2+?"),
+            Message::assistant_tool_calls("", vec![call.clone()]),
+            Message::tool("call-1", "4"),
+        ]);
+        let body = serde_json::to_value(WireRequest::from_chat(&request, "m")).unwrap();
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call-1", "type": "function", "function": {"name": "add", "arguments": "{\"a\":2}"}}
+            ]})
+        );
+        let back: WireRequest = serde_json::from_value(body).unwrap();
+        let back = back.into_chat().unwrap();
+        assert_eq!(back.messages[1].tool_calls, vec![call]);
+        assert_eq!(back.messages[1].content, "");
+        assert_eq!(back.messages, request.messages);
+        let with_text = Message::assistant_tool_calls("let me add", vec![]);
+        let body = serde_json::to_value(WireRequest::from_chat(&ChatRequest::new(vec![with_text]), "m")).unwrap();
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "assistant", "content": "let me add"})
         );
     }
 

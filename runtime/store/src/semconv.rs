@@ -180,6 +180,8 @@ pub const LLM_PROMPT_MESSAGES_DROPPED_AT: &str = "agl.llm.prompt_messages_droppe
 pub const LLM_PROMPT_MESSAGES: &str = "agl.llm.prompt_messages";
 /// LLM span: tool calls of the completion not recorded.
 pub const LLM_TOOL_CALLS_DROPPED: &str = "agl.llm.tool_calls_dropped";
+/// Tool calls of the prompt's assistant messages not recorded (past the span's bound).
+pub const LLM_PROMPT_TOOL_CALLS_DROPPED: &str = "agl.llm.prompt_tool_calls_dropped";
 /// LLM span: bytes of logprobs JSON not recorded (longer than the attribute cap; clipped JSON
 /// would not parse).
 pub const LLM_LOGPROBS_DROPPED_BYTES: &str = "agl.llm.logprobs_dropped_bytes";
@@ -228,6 +230,11 @@ pub fn prompt_key(index: usize, field: &str) -> String {
 /// `gen_ai.completion.{index}.{field}`.
 pub fn completion_key(index: usize, field: &str) -> String {
     format!("{GEN_AI_COMPLETION}.{index}.{field}")
+}
+
+/// `gen_ai.prompt.{index}.tool_calls.{call}.{field}`: a tool call of an assistant prompt message.
+pub fn prompt_tool_call_key(index: usize, call: usize, field: &str) -> String {
+    format!("{GEN_AI_PROMPT}.{index}.{TOOL_CALLS}.{call}.{field}")
 }
 
 /// `gen_ai.completion.{choice}.tool_calls.{call}.{field}`.

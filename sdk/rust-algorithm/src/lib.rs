@@ -86,9 +86,9 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "__export_algorithm_world",
         with: {
-            "agl:agent/types@0.1.0": agl_sdk::bindings::agl::agent::types,
-            "agl:agent/llm@0.1.0": agl_sdk::bindings::agl::agent::llm,
-            "agl:agent/trace@0.1.0": agl_sdk::bindings::agl::agent::trace,
+            "agl:agent/types@0.2.0": agl_sdk::bindings::agl::agent::types,
+            "agl:agent/llm@0.2.0": agl_sdk::bindings::agl::agent::llm,
+            "agl:agent/trace@0.2.0": agl_sdk::bindings::agl::agent::trace,
         },
     });
 }

@@ -3,7 +3,7 @@
 //! the guest only describes the conversation.
 
 use crate::bindings::agl::agent::llm as wit;
-use crate::{ChatRequest, ChatResponse, Error, LlmError, Message, Result, Role, Tool};
+use crate::{ChatRequest, ChatResponse, Error, LlmError, Message, Result, Role, Tool, ToolCall};
 
 /// The host's LLM, as seen by one attempt. Get it with [`Ctx::llm`](crate::Ctx::llm).
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,6 +37,7 @@ impl Message {
             role,
             content: content.into(),
             tool_call_id: None,
+            tool_calls: Vec::new(),
         }
     }
 
@@ -55,12 +56,28 @@ impl Message {
         Message::new(Role::Assistant, content)
     }
 
+    /// The model's turn as a message, tool calls included: push it before the tools' results so
+    /// the next request holds the whole tool-calling conversation.
+    pub fn from_reply(reply: &ChatResponse) -> Self {
+        Message {
+            tool_calls: reply.tool_calls.clone(),
+            ..Message::assistant(reply.content.clone())
+        }
+    }
+
+    /// An assistant message that called tools (`content` may be empty).
+    pub fn assistant_tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message {
+            tool_calls,
+            ..Message::assistant(content)
+        }
+    }
+
     /// A tool result answering the tool call `tool_call_id`.
     pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
         Message {
-            role: Role::Tool,
-            content: content.into(),
             tool_call_id: Some(tool_call_id.into()),
+            ..Message::new(Role::Tool, content)
         }
     }
 }
@@ -124,6 +141,11 @@ impl ChatRequest {
     /// Appends an assistant message (an earlier model turn).
     pub fn with_assistant(self, content: impl Into<String>) -> Self {
         self.with_message(Message::assistant(content))
+    }
+
+    /// Appends the model's turn `reply` (its text and tool calls), before the tools' results.
+    pub fn with_reply(self, reply: &ChatResponse) -> Self {
+        self.with_message(Message::from_reply(reply))
     }
 
     /// Appends a tool result for the tool call `tool_call_id`.

@@ -3,7 +3,7 @@
 
 use super::bindings::adapter::Host;
 use super::state::AlgorithmState;
-use crate::bindings::llm::{Message, Role};
+use crate::bindings::llm::{Message, Role, ToolCall};
 use agl_store::{LightningStore, Span, SpanQuery};
 use std::sync::Arc;
 
@@ -21,6 +21,15 @@ fn wit_message(message: &agl_adapter::Message) -> Message {
         role: wit_role(&message.role),
         content: message.content.clone(),
         tool_call_id: message.tool_call_id.clone(),
+        tool_calls: message
+            .tool_calls
+            .iter()
+            .map(|call| ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments_json: call.arguments.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -161,6 +161,7 @@ mod tests {
                 role: wit::Role::User,
                 content: text.to_owned(),
                 tool_call_id: None,
+                tool_calls: Vec::new(),
             }],
             model: None,
             temperature: None,

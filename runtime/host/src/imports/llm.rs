@@ -138,6 +138,15 @@ pub(crate) fn to_backend_request(request: wit::ChatRequest, model: String) -> Re
                 role: role(m.role),
                 content: m.content,
                 tool_call_id: m.tool_call_id,
+                tool_calls: m
+                    .tool_calls
+                    .into_iter()
+                    .map(|c| agl_llm::ToolCall {
+                        id: c.id,
+                        name: c.name,
+                        arguments: c.arguments_json,
+                    })
+                    .collect(),
             })
             .collect(),
         model: Some(model),

@@ -17,8 +17,11 @@ pub const PROMPT_HEAD_MESSAGES: usize = 16;
 pub const PROMPT_TAIL_MESSAGES: usize = 112;
 /// Tool calls of a completion recorded (three attributes each).
 pub const COMPLETION_TOOL_CALLS: usize = 64;
+/// Tool calls of the prompt's assistant messages recorded, all messages together (three
+/// attributes each); the rest are counted in `agl.llm.prompt_tool_calls_dropped`.
+pub const PROMPT_TOOL_CALLS: usize = 64;
 /// Attributes one span may carry. Sized for the largest LLM span: three per recorded prompt
-/// message and per recorded tool call, and fewer than 32 others. The OpenTelemetry SDK's default
+/// message and per recorded tool call (prompt and completion), and fewer than 32 others. The OpenTelemetry SDK's default
 /// (128) silently dropped the completion from about 62 messages on.
 pub const MAX_ATTRIBUTES_PER_SPAN: u32 = 1024;
 
@@ -79,6 +82,8 @@ pub fn request_attributes(request: &ChatRequest, model: &str, cap: usize) -> Vec
             i64_of(PROMPT_HEAD_MESSAGES),
         ));
     }
+    let mut prompt_calls_left = PROMPT_TOOL_CALLS;
+    let mut prompt_calls_dropped = 0usize;
     for (i, message) in indices.map(|index| &request.messages[index]).enumerate() {
         attributes.push(KeyValue::new(names::prompt_key(i, names::ROLE), message.role.as_str()));
         attributes.push(KeyValue::new(
@@ -88,6 +93,27 @@ pub fn request_attributes(request: &ChatRequest, model: &str, cap: usize) -> Vec
         if let Some(id) = &message.tool_call_id {
             attributes.push(KeyValue::new(names::prompt_key(i, names::TOOL_CALL_ID), clip(id, cap)));
         }
+        let kept = message.tool_calls.len().min(prompt_calls_left);
+        prompt_calls_left -= kept;
+        prompt_calls_dropped += message.tool_calls.len() - kept;
+        for (j, call) in message.tool_calls.iter().take(kept).enumerate() {
+            for (field, value) in [
+                (names::ID, &call.id),
+                (names::NAME, &call.name),
+                (names::ARGUMENTS, &call.arguments),
+            ] {
+                attributes.push(KeyValue::new(
+                    names::prompt_tool_call_key(i, j, field),
+                    clip(value, cap),
+                ));
+            }
+        }
+    }
+    if prompt_calls_dropped > 0 {
+        attributes.push(KeyValue::new(
+            names::LLM_PROMPT_TOOL_CALLS_DROPPED,
+            i64_of(prompt_calls_dropped),
+        ));
     }
     attributes
 }

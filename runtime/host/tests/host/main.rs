@@ -6,3 +6,4 @@ mod budgets;
 mod common;
 mod examples;
 mod sandbox;
+mod versions;

@@ -51,6 +51,24 @@ pub fn llm_conversation(ctx: &Ctx, messages: usize) -> Result<Option<f64>> {
     Ok(Some(1.0))
 }
 
+/// One chat that replays a tool call and its answer (see `Task::LlmToolConversation`); logs the
+/// model's answer.
+pub fn llm_tool_conversation(ctx: &Ctx) -> Result<Option<f64>> {
+    let call = ToolCall {
+        id: "call-1".to_owned(),
+        name: "add".to_owned(),
+        arguments_json: r#"{"a": 2, "b": 3}"#.to_owned(),
+    };
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}"#;
+    let request = ChatRequest::user("What is 2 + 3?")
+        .with_tool(Tool::new("add", "Adds two numbers", schema))
+        .with_message(Message::assistant_tool_calls("", vec![call]))
+        .with_tool_result("call-1", "5");
+    let reply = ctx.llm().chat(request)?;
+    ctx.info(&format!("llm_tool_conversation: {:?}", reply.content));
+    Ok(Some(1.0))
+}
+
 /// One chat built to be too large: a user message of `message_bytes` bytes, `max_tokens`, and
 /// `tools` small tools. Logs `"llm_oversized: sent"` or `"llm_oversized: refused: <error>"` (warn);
 /// 1.0 if the host sent it, 0.0 if it refused it.

@@ -55,6 +55,9 @@ enum Task {
     /// One LLM call with a conversation of `messages` messages (a system prompt, then users and
     /// assistants taking turns, ending with a user); logs the answer.
     LlmConversation { messages: usize },
+    /// One LLM call holding a whole tool-calling turn: the user's question, the assistant's call of
+    /// the tool `add` (`{"a": 2, "b": 3}`, id `call-1`), the tool's answer `5`; the tool offered.
+    LlmToolConversation,
     /// One LLM call, with the host's model or `model`.
     LlmOnce {
         #[serde(default)]
@@ -120,6 +123,7 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
             tools,
         } => Ok(Some(host_calls::llm_oversized(ctx, message_bytes, max_tokens, tools))),
         Task::LlmConversation { messages } => host_calls::llm_conversation(ctx, messages),
+        Task::LlmToolConversation => host_calls::llm_tool_conversation(ctx),
         Task::LlmOnce { prompt, model } => host_calls::llm_once(ctx, prompt.as_deref(), model.as_deref()),
         Task::HostCalls { n } => Ok(Some(host_calls::debug_logs(ctx, n))),
         Task::GarbageReward => Ok(Some(f64::NAN)),
