@@ -47,6 +47,30 @@ pub enum GuestBuildError {
     #[error("guest build cache {}: {source}", path.display())]
     Cache { path: PathBuf, source: std::io::Error },
 
+    /// A program a guest language needs (python3, node, npm) is not on PATH, or too old.
+    #[error("{tool} is needed to build this guest but {hint}")]
+    ToolMissing { tool: String, hint: String },
+
+    /// Installing the pinned toolchain into the cache failed (no network, a registry error, ...).
+    #[error("cannot install {what}:\n{stderr_tail}")]
+    ToolInstall { what: String, stderr_tail: String },
+
+    /// The guest's build tool ran and failed: the guest's code or its manifest is wrong.
+    #[error("{tool} failed on {} ({status}):\n{stderr_tail}", dir.display())]
+    ToolFailed {
+        tool: String,
+        dir: PathBuf,
+        status: ExitStatus,
+        stderr_tail: String,
+    },
+
+    /// The folder has none of the files that say which language a guest is written in.
+    #[error(
+        "{} is not a guest folder: it needs Cargo.toml (Rust), pyproject.toml or app.py (Python), or package.json (JavaScript)",
+        dir.display()
+    )]
+    UnknownFolder { dir: PathBuf },
+
     /// cargo succeeded but wrote no component where expected.
     #[error(
         "guest crate {crate_name} built, but {} is missing: guest crates need `crate-type = [\"cdylib\"]` under [lib]",

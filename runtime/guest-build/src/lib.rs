@@ -1,4 +1,6 @@
-//! Builds guest crates (agents, algorithms, the hostile test guests) into `wasm32-wasip2`
+//! Builds guests into components: any guest folder — Rust, Python, JavaScript — into the user's
+//! cache ([`build_folder`], for `agl-host --agent DIR` and `agl-host build`); and guest crates
+//! (agents, algorithms, the hostile test guests) into `wasm32-wasip2`
 //! components with a nested `cargo build --release`: the repository's guests into one shared
 //! target directory (for the tests, benchmarks and CI, and for `agl-host`'s build script, which
 //! embeds the built-in algorithms), a user's crate into a cache directory ([`build_cached`], for
@@ -10,9 +12,13 @@
 //! serializes processes.
 
 mod cache;
+pub mod embedded;
 mod env;
 mod error;
+mod fingerprint;
+mod folder;
 mod manifest;
+mod tool;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -23,6 +29,7 @@ use std::sync::{Mutex, PoisonError};
 
 pub use cache::build_cached;
 pub use error::GuestBuildError;
+pub use folder::{GuestLanguage, build_folder, detect};
 pub use manifest::{CrateNames, crate_names};
 
 /// The Rust target guests are built for.
