@@ -44,6 +44,7 @@ pub fn detect(dir: &Path) -> Option<GuestLanguage> {
 pub fn build_folder(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
     match detect(dir) {
         Some(GuestLanguage::Rust) => crate::build_cached(dir, cache_dir, echo),
+        Some(GuestLanguage::Python) => crate::python::build_cached(dir, cache_dir, echo),
         Some(other) => Err(GuestBuildError::ToolMissing {
             tool: format!("a {} guest builder", other.name()),
             hint: "this agl-host has none".to_owned(),

@@ -18,6 +18,7 @@ mod error;
 mod fingerprint;
 mod folder;
 mod manifest;
+mod python;
 mod tool;
 
 use std::collections::HashMap;
