@@ -5,7 +5,21 @@
 
 import { PromptError } from './errors.js';
 
-const NAME = /^[\p{Alphabetic}\p{N}_]+$/u;
+/**
+ * A placeholder name: letters, digits and underscores (Rust's `char::is_alphanumeric`). The
+ * engine componentize-js builds on has no Unicode property tables (`\p{...}` is a SyntaxError
+ * there), so it falls back to ASCII letters, digits and underscores plus every non-ASCII
+ * character: inline templates there accept a few names (symbols) that the host would refuse.
+ */
+const NAME = unicodeNames() ?? /^[\w\u0080-\uffff]+$/;
+
+function unicodeNames() {
+  try {
+    return new RegExp('^[\\p{Alphabetic}\\p{N}_]+$', 'u');
+  } catch {
+    return undefined;
+  }
+}
 
 /** The pieces of `template`: strings (text) and `{field: name}` objects, in order. */
 export function parseTemplate(template) {
