@@ -1,4 +1,4 @@
-//! The command line: `agl-host run`, `dev`, `store` and `runner`, their flags and their help text.
+//! The command line: `agl-host run`, `dev`, `store`, `runner` and `build`, their flags and their help text.
 //! The subcommands' help is neither reflowed nor wrapped (`verbatim_doc_comment`, `term_width =
 //! 0`), so that an example command stays on one line and can be pasted.
 
@@ -17,9 +17,11 @@ Exit codes:
   130  interrupted (Ctrl-C); partial results were written
   141  stdout was closed (e.g. piped into `head`); the results file, if any, was written first
 
-Components: --agent and --algo take a .wasm component, or a guest crate folder (with Cargo.toml),
-which is built for wasm32-wasip2 into the cache ($AGL_CACHE_DIR/guests, else
-~/.cache/agl-host/guests; the path of the built component is printed). --algo also takes the
+Components: --agent and --algo take a .wasm component, or a guest folder — Rust (Cargo.toml),
+Python (pyproject.toml or app.py) or JavaScript (package.json) — which is built into a component in
+the cache ($AGL_CACHE_DIR/guests, else ~/.cache/agl-host/guests; the path of the built component is
+printed; a folder is rebuilt only when its sources change; Python and JavaScript toolchains are
+installed there on first use). `agl-host build DIR -o agent.wasm` builds one without running it. --algo also takes the
 name of a built-in algorithm: baseline or apo (write ./apo for a folder named apo). A sandbox
 manifest beside a .wasm (agent.wasm -> agent.toml) sets its limits and grants; the --agent-*
 flags add to it.";
@@ -85,6 +87,35 @@ pub enum Command {
     ///   agl-host runner --store http://10.0.0.5:4747 --token secret --agent agent.wasm --runners 4 --llm-script rules.json
     #[command(after_long_help = EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Runner(RunnerArgs),
+    /// Build a guest folder (an agent or an algorithm, in Rust, Python or JavaScript) into a component.
+    ///
+    /// The language is told by the folder: Cargo.toml (Rust, needs the wasm32-wasip2 target),
+    /// pyproject.toml or app.py (Python: componentize-py is installed into the cache on first use;
+    /// needs python3), package.json (JavaScript: componentize-js is installed likewise; needs node
+    /// and npm). The component is built in the cache and rebuilt only when the sources change; its
+    /// path is printed, and -o copies it. Examples:
+    ///
+    ///   agl-host build examples/math-agent-py -o math-agent.wasm
+    ///
+    ///   agl-host build examples/math-agent-js && agl-host dev --agent examples/math-agent-js --train examples/math-agent/data/val.jsonl --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
+    #[command(after_long_help = BUILD_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Build(BuildArgs),
+}
+
+const BUILD_EXIT_CODES: &str = "\
+Exit codes:
+  0    built (the component's path is printed on stdout)
+  2    not a guest folder, a missing toolchain (python3, node, the wasm32-wasip2 target), a
+       toolchain that could not be installed, or the guest's own build failed (its output is shown)";
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The guest folder: Cargo.toml (Rust), pyproject.toml or app.py (Python), package.json (JavaScript).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Also copy the component to this file.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Where the runners of `run` / `dev` live.
@@ -135,7 +166,7 @@ pub struct RunnerArgs {
     /// The store's bearer token.
     #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// The agent component (.wasm) or its guest crate directory.
+    /// The agent component (.wasm) or its guest folder (Rust, Python or JavaScript).
     #[arg(long, value_name = "AGENT")]
     pub agent: PathBuf,
     /// Runners in this process.
@@ -162,10 +193,10 @@ pub struct RunnerArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The algorithm: a built-in one (apo, baseline), or a component (.wasm exporting
-    /// agl:agent/algorithm) or its guest crate folder.
+    /// agl:agent/algorithm) or its guest folder (Rust, Python or JavaScript).
     #[arg(long, value_name = "ALGO")]
     pub algo: PathBuf,
-    /// The agent component (.wasm exporting agl:agent/agent) or its guest crate folder.
+    /// The agent component (.wasm exporting agl:agent/agent) or its guest folder (Rust, Python or JavaScript).
     #[arg(long, value_name = "AGENT", required_unless_present = "store")]
     pub agent: Option<PathBuf>,
     /// Run the algorithm against this remote store (`agl-host store`), e.g. http://10.0.0.5:4747:
@@ -181,7 +212,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct DevArgs {
-    /// The agent component (.wasm exporting agl:agent/agent) or its guest crate folder.
+    /// The agent component (.wasm exporting agl:agent/agent) or its guest folder (Rust, Python or JavaScript).
     #[arg(long, value_name = "AGENT")]
     pub agent: PathBuf,
     /// The algorithm (default: the built-in baseline).

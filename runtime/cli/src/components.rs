@@ -1,4 +1,4 @@
-//! Loading the components of a command: a guest crate folder is built into the user's cache first
+//! Loading the components of a command: a guest folder is built into the user's cache first
 //! (and the built component's path printed); the agent gets its sandbox (manifest, then flags),
 //! the algorithm (a file, a folder or a built-in) its own; the engine is sized for them; and a
 //! component that uses the LLM is refused when none is configured. Problems are input errors
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// An agent found, built and given its sandbox, not yet loaded.
 pub struct AgentPlan {
-    /// The `.wasm` file (in the cache when a crate folder was given).
+    /// The `.wasm` file (in the cache when a guest folder was given).
     pub path: PathBuf,
     pub policy: SandboxPolicy,
 }
@@ -23,27 +23,48 @@ pub fn file_name(path: &Path) -> String {
         .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// Where guest crate folders are built: `<cache dir>/guests` (`$AGL_CACHE_DIR`, else
+/// Where guest folders are built: `<cache dir>/guests` (`$AGL_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/agl-host`, else `~/.cache/agl-host`).
 fn guest_cache_dir() -> Result<PathBuf, InputError> {
     agl_wasm::cache::default_cache_dir()
         .map(|dir| dir.join("guests"))
-        .ok_or_else(|| {
-            InputError("no cache directory to build guest crates in: set AGL_CACHE_DIR (or HOME)".to_owned())
-        })
+        .ok_or_else(|| InputError("no cache directory to build guests in: set AGL_CACHE_DIR (or HOME)".to_owned()))
 }
 
-/// The `.wasm` file of a file or crate-folder source; a crate is built into the cache first.
+/// Builds the guest folder `dir` (any language) into the cache, saying so on stderr before and
+/// after; `role` ("agent", "algorithm", "guest") names it in the messages.
+pub fn build_guest_folder(dir: &Path, role: &str) -> Result<PathBuf, InputError> {
+    let language = agl_guest_build::detect(dir).map_or("guest", |l| l.name());
+    stderr_line(&format!("building the {role} {} ({language}) ...", dir.display()));
+    let path = agl_guest_build::build_folder(dir, &guest_cache_dir()?, false)
+        .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?;
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    stderr_line(&format!(
+        "built {role} {} -> {} ({})",
+        dir.display(),
+        path.display(),
+        human_size(size)
+    ));
+    Ok(path)
+}
+
+/// `size` bytes for a person: "209 KB", "18.4 MB".
+fn human_size(size: u64) -> String {
+    // An f64 holds any file size closely enough for one decimal.
+    #[allow(clippy::cast_precision_loss)]
+    let (kb, mb) = (size as f64 / 1e3, size as f64 / 1e6);
+    if mb >= 1.0 {
+        format!("{mb:.1} MB")
+    } else {
+        format!("{kb:.0} KB")
+    }
+}
+
+/// The `.wasm` file of a file or folder source; a folder is built into the cache first.
 fn component_file(source: &ComponentSource, role: &str) -> Result<PathBuf, InputError> {
     match source {
         ComponentSource::File(path) => Ok(path.clone()),
-        ComponentSource::Crate(dir) => {
-            stderr_line(&format!("building the {role} {} for wasm32-wasip2 ...", dir.display()));
-            let path = agl_guest_build::build_cached(dir, &guest_cache_dir()?, false)
-                .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?;
-            stderr_line(&format!("built {role} {} -> {}", dir.display(), path.display()));
-            Ok(path)
-        }
+        ComponentSource::Folder(dir) => build_guest_folder(dir, role),
         ComponentSource::Builtin(algorithm) => Err(InputError(format!(
             "`{}` is a built-in algorithm, not an {role}",
             algorithm.name
@@ -74,7 +95,7 @@ pub fn engine(fuel: bool, instances: u32) -> anyhow::Result<WasmHost> {
     WasmHost::new(options).context("starting the WebAssembly engine")
 }
 
-/// Builds the agent (if a crate folder) and sets its sandbox: its manifest, then the flags.
+/// Builds the agent (if a folder) and sets its sandbox: its manifest, then the flags.
 pub fn plan_agent(source: &ComponentSource, overrides: &PolicyOverrides) -> anyhow::Result<AgentPlan> {
     let path = component_file(source, "agent")?;
     let mut policy = SandboxPolicy::for_component(&path).map_err(|e| InputError(e.to_string()))?;
@@ -107,7 +128,7 @@ pub fn load_algorithm(
             algorithm.name,
             with_llm_timeout(SandboxPolicy::algorithm_defaults()),
         ),
-        ComponentSource::File(_) | ComponentSource::Crate(_) => {
+        ComponentSource::File(_) | ComponentSource::Folder(_) => {
             let path = component_file(source, "algorithm")?;
             let policy = SandboxPolicy::for_algorithm(&path).map_err(|e| InputError(e.to_string()))?;
             host.load_algorithm(&path, with_llm_timeout(policy))

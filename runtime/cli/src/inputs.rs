@@ -1,6 +1,6 @@
 //! The run's inputs, read and checked before anything starts: datasets (JSONL, one task per
 //! line, errors name the file and line), the initial resources, the algorithm's configuration,
-//! and where the components come from (a `.wasm`, a guest crate folder, a built-in algorithm) —
+//! and where the components come from (a `.wasm`, a guest folder, a built-in algorithm) —
 //! found here, built and loaded later (components.rs), so that a bad input stops the command
 //! before anything is built.
 
@@ -70,13 +70,13 @@ pub fn read_algorithm_config(path: Option<&Path>) -> Result<String, InputError> 
 pub enum ComponentSource {
     /// A `.wasm` component file.
     File(PathBuf),
-    /// A guest crate folder (with `Cargo.toml`), built for wasm32-wasip2 when it is loaded.
-    Crate(PathBuf),
+    /// A guest folder (Rust, Python or JavaScript), built into a component when it is loaded.
+    Folder(PathBuf),
     /// An algorithm built into the binary.
     Builtin(&'static BuiltinAlgorithm),
 }
 
-/// The agent of `path`: a `.wasm` file or a guest crate folder.
+/// The agent of `path`: a `.wasm` file or a guest folder.
 pub fn agent_source(path: &Path) -> Result<ComponentSource, InputError> {
     path_source(path, "agent", "")
 }
@@ -94,12 +94,13 @@ fn path_source(path: &Path, role: &str, hint: &str) -> Result<ComponentSource, I
     if path.is_file() {
         return Ok(ComponentSource::File(path.to_owned()));
     }
-    if path.join("Cargo.toml").is_file() {
-        return Ok(ComponentSource::Crate(path.to_owned()));
+    if agl_guest_build::detect(path).is_some() {
+        return Ok(ComponentSource::Folder(path.to_owned()));
     }
     if path.exists() {
         Err(InputError(format!(
-            "{role} {}: expected a .wasm component or a guest crate folder (with Cargo.toml){hint}",
+            "{role} {}: expected a .wasm component or a guest folder (with Cargo.toml, pyproject.toml or app.py, \
+             or package.json){hint}",
             path.display()
         )))
     } else {

@@ -3,6 +3,7 @@
 //! only: the work is in the runtime crates.
 
 mod args;
+mod build_cmd;
 mod builtin;
 mod components;
 mod fleet;
@@ -59,6 +60,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => run::run(args.common, Target::Agent(&args.agent), &args.algo, cli.verbose).await,
         Command::Store(args) => store_cmd::run(args).await,
         Command::Runner(args) => runner_cmd::run(args).await,
+        Command::Build(args) => build_cmd::run(&args),
     }
 }
 

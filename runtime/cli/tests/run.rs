@@ -946,7 +946,8 @@ fn a_crate_folder_agent_is_built_into_the_cache_and_its_path_printed() {
             .lines()
             .find(|line| line.starts_with("built agent "))
             .unwrap_or_else(|| panic!("no 'built agent' line in:\n{stderr}"));
-        let path = PathBuf::from(line.rsplit(" -> ").next().expect("a path"));
+        let shown = line.rsplit(" -> ").next().expect("a path");
+        let path = PathBuf::from(shown.rsplit_once(" (").map_or(shown, |(path, _size)| path));
         assert!(path.starts_with(cache.join("guests")), "{line}");
         assert!(path.is_file(), "{line}");
         assert!(
@@ -964,6 +965,39 @@ fn a_crate_folder_agent_is_built_into_the_cache_and_its_path_printed() {
         .flag("--llm-script", math.join("rules.json"))
         .output();
     assert!(output.status.success(), "{}", text(&output));
+}
+
+#[test]
+fn build_makes_a_component_of_a_guest_folder_and_refuses_other_folders() {
+    let dir = temp_dir("build-cmd");
+    let out = dir.join("agent.wasm");
+    let output = Cli::new("build")
+        .arg(repo().join("examples/math-agent"))
+        .flag("-o", &out)
+        .output();
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        out.display().to_string()
+    );
+    let bytes = std::fs::read(&out).expect("the component was copied");
+    assert_eq!(&bytes[..4], b"\0asm", "a wasm binary");
+    // The copy runs as it is.
+    let math = repo().join("examples/math-agent");
+    let output = Cli::new("dev")
+        .flag("--agent", &out)
+        .flag("--train", math.join("data/val.jsonl"))
+        .flag("--resources", math.join("initial-resources.json"))
+        .flag("--llm-script", math.join("rules.json"))
+        .output();
+    assert!(output.status.success(), "{}", text(&output));
+
+    let output = Cli::new("build").arg(&dir).output();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is not a guest folder"), "{stderr}");
+    let output = Cli::new("build").arg(dir.join("missing")).output();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
 }
 
 #[test]
