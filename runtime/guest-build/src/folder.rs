@@ -45,10 +45,7 @@ pub fn build_folder(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf,
     match detect(dir) {
         Some(GuestLanguage::Rust) => crate::build_cached(dir, cache_dir, echo),
         Some(GuestLanguage::Python) => crate::python::build_cached(dir, cache_dir, echo),
-        Some(other) => Err(GuestBuildError::ToolMissing {
-            tool: format!("a {} guest builder", other.name()),
-            hint: "this agl-host has none".to_owned(),
-        }),
+        Some(GuestLanguage::JavaScript) => crate::js::build_cached(dir, cache_dir, echo),
         None => Err(GuestBuildError::UnknownFolder { dir: dir.to_path_buf() }),
     }
 }

@@ -17,6 +17,7 @@ mod env;
 mod error;
 mod fingerprint;
 mod folder;
+mod js;
 mod manifest;
 mod python;
 mod tool;

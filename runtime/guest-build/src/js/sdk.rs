@@ -1,0 +1,82 @@
+//! The JavaScript SDK (`sdk/js/src`) and the build script (`build.mjs`) embedded in this binary,
+//! so that a `cargo install`ed `agl-host` builds JS guests with no repository around: written on
+//! demand into `<cache>/js-sdk/<16 hex>/`, one folder per content digest.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::embedded::write_files;
+use crate::error::GuestBuildError;
+
+/// The build script, run by Node with the toolchain's modules.
+pub(crate) const BUILD_SCRIPT: &str = "build.mjs";
+
+/// The embedded files: (path in the SDK folder, text). `src/index.js` is what `import 'agl'`
+/// resolves to in a guest.
+pub(crate) const SDK_FILES: &[(&str, &str)] = &[
+    ("src/index.js", include_str!("../../../../sdk/js/src/index.js")),
+    ("src/host.js", include_str!("../../../../sdk/js/src/host.js")),
+    ("src/errors.js", include_str!("../../../../sdk/js/src/errors.js")),
+    ("src/ctx.js", include_str!("../../../../sdk/js/src/ctx.js")),
+    ("src/llm.js", include_str!("../../../../sdk/js/src/llm.js")),
+    ("src/prompt.js", include_str!("../../../../sdk/js/src/prompt.js")),
+    ("src/template.js", include_str!("../../../../sdk/js/src/template.js")),
+    ("src/rollout.js", include_str!("../../../../sdk/js/src/rollout.js")),
+    ("package.json", include_str!("../../../../sdk/js/package.json")),
+    (BUILD_SCRIPT, include_str!("build.mjs")),
+];
+
+/// Hex SHA-256 of the embedded files (names and texts): part of every JS guest's fingerprint.
+pub(crate) fn sdk_digest() -> String {
+    let mut hasher = Sha256::new();
+    for (name, text) in SDK_FILES {
+        hasher.update((name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Writes the embedded SDK into `<cache_dir>/js-sdk/<digest>/` (once) and returns that folder.
+pub(crate) fn write_sdk(cache_dir: &Path) -> Result<PathBuf, GuestBuildError> {
+    let digest = sdk_digest();
+    write_files(&cache_dir.join("js-sdk").join(&digest[..16]), SDK_FILES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sdk_module_is_embedded() {
+        let src = crate::repo_root().join("sdk/js/src");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&src)
+            .expect("sdk/js/src")
+            .filter_map(|entry| entry.ok())
+            .map(|entry| format!("src/{}", entry.file_name().to_string_lossy()))
+            .filter(|name| name.ends_with(".js"))
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = SDK_FILES
+            .iter()
+            .map(|(name, _)| (*name).to_owned())
+            .filter(|name| name.starts_with("src/"))
+            .collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded, "a module of sdk/js/src is not in SDK_FILES");
+    }
+
+    #[test]
+    fn the_sdk_lands_in_the_cache_once_under_its_digest() {
+        let cache = std::env::temp_dir().join(format!("agl-js-sdk-{}", std::process::id()));
+        let dir = write_sdk(&cache).expect("written");
+        assert!(dir.ends_with(Path::new("js-sdk").join(&sdk_digest()[..16])));
+        assert!(dir.join("src/index.js").is_file() && dir.join(BUILD_SCRIPT).is_file());
+        let index = std::fs::read_to_string(dir.join("src/index.js")).expect("index.js");
+        assert!(index.contains("export function rollout(fn)"));
+        assert_eq!(write_sdk(&cache).expect("again"), dir);
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+}
