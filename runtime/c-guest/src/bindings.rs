@@ -14,6 +14,8 @@ pub struct Bindings {
     /// The C sources and objects to compile and link with the agent (`<world>.c`,
     /// `<world>_component_type.o`).
     pub link: Vec<PathBuf>,
+    /// Every file written (the header too).
+    pub files: Vec<PathBuf>,
 }
 
 /// Generates the C bindings of `world` into `dir` (created if needed; files of the same names
@@ -25,17 +27,19 @@ pub fn generate(resolve: &mut Resolve, world: WorldId, dir: &Path) -> Result<Bin
         .generate(resolve, world, &mut files)
         .map_err(CGuestError::Bindings)?;
     std::fs::create_dir_all(dir).map_err(CGuestError::io(dir))?;
-    let mut link = Vec::new();
+    let (mut link, mut written) = (Vec::new(), Vec::new());
     for (name, contents) in files.iter() {
         let path = dir.join(name);
         std::fs::write(&path, contents).map_err(CGuestError::io(&path))?;
         if name.ends_with(".c") || name.ends_with(".o") {
-            link.push(path);
+            link.push(path.clone());
         }
+        written.push(path);
     }
     Ok(Bindings {
         dir: dir.to_path_buf(),
         link,
+        files: written,
     })
 }
 

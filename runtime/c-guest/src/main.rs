@@ -96,7 +96,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bindings { out, wit, world } => {
             let (mut resolve, world) = wit::load(wit.as_deref(), &world)?;
             let generated = bindings::generate(&mut resolve, world, &out)?;
-            for path in &generated.link {
+            for path in &generated.files {
                 eprintln!("wrote {}", path.display());
             }
         }
