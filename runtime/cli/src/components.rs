@@ -7,8 +7,10 @@
 use crate::args::LlmArgs;
 use crate::inputs::{ComponentSource, InputError};
 use crate::output::stderr_line;
+use agl_wasm::pool::ComponentShape;
 use agl_wasm::{AgentComponent, AlgorithmComponent, EngineOptions, Loaded, PolicyOverrides, SandboxPolicy, WasmHost};
 use anyhow::Context;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// An agent found, built and given its sandbox, not yet loaded.
@@ -16,6 +18,25 @@ pub struct AgentPlan {
     /// The `.wasm` file (in the cache when a guest folder was given).
     pub path: PathBuf,
     pub policy: SandboxPolicy,
+    bytes: Vec<u8>,
+    /// What one instance takes from the engine's pool.
+    pub shape: ComponentShape,
+}
+
+/// An algorithm found (built in, a file, or a folder built into the cache), not yet loaded.
+pub struct AlgorithmPlan {
+    name: String,
+    bytes: Cow<'static, [u8]>,
+    policy: SandboxPolicy,
+    /// What one instance takes from the engine's pool.
+    pub shape: ComponentShape,
+}
+
+/// The bytes of a component file and their shape.
+fn read_component(path: &Path) -> Result<(Vec<u8>, ComponentShape), InputError> {
+    let bytes = std::fs::read(path).map_err(|e| InputError(format!("cannot read {}: {e}", path.display())))?;
+    let shape = ComponentShape::of(&bytes, &file_name(path)).map_err(|e| InputError(e.to_string()))?;
+    Ok((bytes, shape))
 }
 
 pub fn file_name(path: &Path) -> String {
@@ -85,11 +106,13 @@ pub fn require_llm(component: &Loaded, role: &str, llm: &LlmArgs) -> Result<(), 
     Ok(())
 }
 
-/// A WebAssembly engine for `instances` concurrent instances (fuel metering when `fuel`).
-pub fn engine(fuel: bool, instances: u32) -> anyhow::Result<WasmHost> {
+/// A WebAssembly engine for `instances` concurrent instances of components no larger than
+/// `shape` (fuel metering when `fuel`).
+pub fn engine(fuel: bool, instances: u32, shape: ComponentShape) -> anyhow::Result<WasmHost> {
     let options = EngineOptions {
         fuel,
         max_concurrent_instances: instances,
+        instance_shape: shape.max(ComponentShape::default()),
         ..EngineOptions::default()
     };
     WasmHost::new(options).context("starting the WebAssembly engine")
@@ -100,39 +123,53 @@ pub fn plan_agent(source: &ComponentSource, overrides: &PolicyOverrides) -> anyh
     let path = component_file(source, "agent")?;
     let mut policy = SandboxPolicy::for_component(&path).map_err(|e| InputError(e.to_string()))?;
     policy.apply_overrides(overrides.clone());
-    Ok(AgentPlan { path, policy })
+    let (bytes, shape) = read_component(&path)?;
+    Ok(AgentPlan {
+        path,
+        policy,
+        bytes,
+        shape,
+    })
 }
 
 /// Loads the planned agent into `host`.
 pub fn load_agent(host: &WasmHost, plan: &AgentPlan) -> anyhow::Result<AgentComponent> {
     Ok(host
-        .load_agent(&plan.path, plan.policy.clone())
+        .load_agent_bytes(&plan.bytes, &file_name(&plan.path), plan.policy.clone())
         .map_err(|e| InputError(e.to_string()))?)
 }
 
-/// Builds (if needed) and loads an algorithm into `host`; it shares the agent's LLM timeout flag.
-pub fn load_algorithm(
-    host: &WasmHost,
-    source: &ComponentSource,
-    overrides: &PolicyOverrides,
-) -> anyhow::Result<AlgorithmComponent> {
-    let with_llm_timeout = |mut policy: SandboxPolicy| {
-        if let Some(timeout) = overrides.llm_timeout {
-            policy.llm_timeout = timeout;
-        }
-        policy
-    };
-    let loaded = match source {
-        ComponentSource::Builtin(algorithm) => host.load_algorithm_bytes(
-            algorithm.component,
-            algorithm.name,
-            with_llm_timeout(SandboxPolicy::algorithm_defaults()),
+/// Finds (builds, if a folder) an algorithm and sets its sandbox; it shares the agent's LLM
+/// timeout flag.
+pub fn plan_algorithm(source: &ComponentSource, overrides: &PolicyOverrides) -> anyhow::Result<AlgorithmPlan> {
+    let (name, bytes, mut policy) = match source {
+        ComponentSource::Builtin(algorithm) => (
+            algorithm.name.to_owned(),
+            Cow::Borrowed(algorithm.component),
+            SandboxPolicy::algorithm_defaults(),
         ),
         ComponentSource::File(_) | ComponentSource::Folder(_) => {
             let path = component_file(source, "algorithm")?;
             let policy = SandboxPolicy::for_algorithm(&path).map_err(|e| InputError(e.to_string()))?;
-            host.load_algorithm(&path, with_llm_timeout(policy))
+            let (bytes, _) = read_component(&path)?;
+            (file_name(&path), Cow::Owned(bytes), policy)
         }
     };
-    Ok(loaded.map_err(|e| InputError(e.to_string()))?)
+    if let Some(timeout) = overrides.llm_timeout {
+        policy.llm_timeout = timeout;
+    }
+    let shape = ComponentShape::of(&bytes, &name).map_err(|e| InputError(e.to_string()))?;
+    Ok(AlgorithmPlan {
+        name,
+        bytes,
+        policy,
+        shape,
+    })
+}
+
+/// Loads the planned algorithm into `host`.
+pub fn load_algorithm(host: &WasmHost, plan: &AlgorithmPlan) -> anyhow::Result<AlgorithmComponent> {
+    Ok(host
+        .load_algorithm_bytes(&plan.bytes, &plan.name, plan.policy.clone())
+        .map_err(|e| InputError(e.to_string()))?)
 }

@@ -56,19 +56,24 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         Target::RemoteStore { url, token } => (None, Some(remote::connect(url, token.clone()).await?)),
     };
 
-    // Build (guest crate folders) and load the components.
+    // Build (guest folders) and load the components.
     let overrides = crate::sandbox::overrides(&common.sandbox)?;
     let agent_plan = agent_source
         .as_ref()
         .map(|source| components::plan_agent(source, &overrides))
         .transpose()?;
+    let algorithm_plan = components::plan_algorithm(&algo_source, &overrides)?;
     let fuel = agent_plan.as_ref().is_some_and(|plan| plan.policy.fuel.is_some());
-    let host = components::engine(fuel, u32::from(common.runners) + 16)?;
+    // The pool is sized for the larger of the two components, per instance.
+    let shape = agent_plan
+        .as_ref()
+        .map_or(algorithm_plan.shape, |plan| plan.shape.max(algorithm_plan.shape));
+    let host = components::engine(fuel, u32::from(common.runners) + 16, shape)?;
     let agent = agent_plan
         .as_ref()
         .map(|plan| components::load_agent(&host, plan))
         .transpose()?;
-    let algorithm = components::load_algorithm(&host, &algo_source, &overrides)?;
+    let algorithm = components::load_algorithm(&host, &algorithm_plan)?;
     // Both fit their worlds; now, can they run?
     if let Some(agent) = &agent {
         components::require_llm(agent, "agent", &common.llm)?;

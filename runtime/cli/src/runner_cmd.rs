@@ -25,7 +25,7 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
     let source = inputs::agent_source(&args.agent)?;
     let client = remote::connect(&args.store, args.token.clone()).await?;
     let plan = components::plan_agent(&source, &sandbox::overrides(&args.sandbox)?)?;
-    let host = components::engine(plan.policy.fuel.is_some(), u32::from(args.runners) + 4)?;
+    let host = components::engine(plan.policy.fuel.is_some(), u32::from(args.runners) + 4, plan.shape)?;
     let agent = components::load_agent(&host, &plan)?;
     components::require_llm(&agent, "agent", &args.llm)?;
     let interrupts = Interrupts::register()?;

@@ -11,6 +11,7 @@ use crate::cache::{Compiled, ComponentCache, default_cache_dir};
 use crate::error::HostError;
 use crate::loaded::Loaded;
 use crate::policy::SandboxPolicy;
+use crate::pool::ComponentShape;
 use crate::state::HostState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +21,11 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 /// Memory of a pooled slot kept mapped between instances (reset, not decommitted).
 const RESIDENT_BYTES: usize = 4 << 20;
+/// Native stack a guest may use. CPython and SpiderMonkey recurse in C: wasmtime's 512 KiB
+/// default stopped a Python guest's recursion at a few hundred frames.
+pub const MAX_WASM_STACK: usize = 4 << 20;
+/// Each async call's stack: the guest's stack plus room for the host functions it calls.
+const ASYNC_STACK: usize = MAX_WASM_STACK + (1 << 20);
 
 /// How the engine is built.
 #[derive(Debug, Clone)]
@@ -30,6 +36,10 @@ pub struct EngineOptions {
     pub pooling: bool,
     /// Instances alive at once in the pool (concurrent attempts).
     pub max_concurrent_instances: u32,
+    /// What one instance may take from the pool: the largest [`ComponentShape`] of the components
+    /// this engine will load (read them with [`ComponentShape::of`] first). A component larger
+    /// than this is refused at load with a message saying so.
+    pub instance_shape: ComponentShape,
     /// Largest linear memory any policy may allow (the pool's slot size).
     pub max_memory_bytes: u64,
     /// Count instructions so policies can set a fuel budget (costs speed on call-heavy code).
@@ -44,6 +54,7 @@ impl Default for EngineOptions {
             epoch_tick: Duration::from_millis(10),
             pooling: true,
             max_concurrent_instances: 128,
+            instance_shape: ComponentShape::default(),
             max_memory_bytes: 4 << 30,
             fuel: false,
             cache_dir: default_cache_dir(),
@@ -66,16 +77,22 @@ fn base_config(options: &EngineOptions) -> Config {
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.consume_fuel(options.fuel);
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config.async_stack_size(ASYNC_STACK);
     config
 }
 
 fn pooling_config(options: &EngineOptions) -> PoolingAllocationConfig {
     let instances = options.max_concurrent_instances.max(1);
+    let shape = options.instance_shape;
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
-        .total_core_instances(instances.saturating_mul(8))
-        .total_memories(instances.saturating_mul(2))
-        .total_tables(instances.saturating_mul(4))
+        .total_core_instances(instances.saturating_mul(shape.core_instances.max(1)))
+        .total_memories(instances.saturating_mul(shape.memories.max(1)))
+        .total_tables(instances.saturating_mul(shape.tables.max(1)))
+        .max_core_instances_per_component(shape.core_instances.max(1))
+        .max_memories_per_component(shape.memories.max(1))
+        .max_tables_per_component(shape.tables.max(1))
         .total_stacks(instances)
         .max_memory_size(usize::try_from(options.max_memory_bytes).unwrap_or(usize::MAX))
         // Reusing a slot: reset only the pages the last instance dirtied (PAGEMAP_SCAN where the
@@ -243,6 +260,17 @@ impl WasmHost {
             return Err(HostError::Engine(format!(
                 "{name}: its policy sets fuel but the engine was built without fuel"
             )));
+        }
+        if self.pooling {
+            let shape = ComponentShape::of(bytes, name)?;
+            let room = self.options.instance_shape;
+            if !shape.fits_in(room) {
+                return Err(HostError::Engine(format!(
+                    "{name} needs {} core instances, {} memories and {} tables per instance, but the engine's \
+                     pool was sized for {}, {} and {}: size it with the component's shape (ComponentShape::of)",
+                    shape.core_instances, shape.memories, shape.tables, room.core_instances, room.memories, room.tables
+                )));
+            }
         }
         let started = Instant::now();
         let (component, compiled) = self.compile(bytes, name)?;

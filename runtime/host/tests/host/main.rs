@@ -5,5 +5,6 @@
 mod budgets;
 mod common;
 mod examples;
+mod pool;
 mod sandbox;
 mod versions;
