@@ -1,13 +1,51 @@
-//! Rollouts per second of `agl-host run`: the real binary, a trivial Rust agent (the probe's
-//! `noop`: an instance, one call, a reward), the baseline plugin enqueueing every task, the
+//! Rollouts per second of `agl-host run` with a trivial agent in each guest language: the real
+//! binary, the probe's `noop` (a fresh sandboxed instance, one call, a reward) written in Rust
+//! (`tests/guests/probe`), Python (`tests/guests/probe-py`, componentize-py) and JavaScript
+//! (`tests/guests/probe-js`, componentize-js), the baseline plugin enqueueing every task, the
 //! scripted LLM backend, the in-memory store; 1 and 2 runners. The figure is the binary's own
 //! `rollouts_per_second` (rollouts finished / time from the first enqueue to the end; component
 //! loading excluded), median of the repetitions.
 //!
-//! Run: `cargo bench -p agl-host --bench run_throughput` (`-- --quick` for a smoke run).
+//! The anchor, in the same run: Agent-lightning 0.3.0's own unsandboxed Python runner with a
+//! trivial agent (`agl_python_runner.py`, in the venv the Python client tests make under
+//! `target/py/agl-0.3`); each language's figure is also given as a multiple of it.
+//!
+//! Run: `cargo bench -p agl-host --bench run_throughput` (`-- --quick` for a smoke run: the Rust
+//! agent only, no anchor; `-- --languages` to leave Rust out).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A guest of the benchmark: its name and folder.
+struct Agent {
+    language: &'static str,
+    folder: &'static str,
+    /// Trivial rollouts per repetition (sized so that one run takes a few seconds).
+    tasks: usize,
+}
+
+const AGENTS: &[Agent] = &[
+    Agent {
+        language: "Rust",
+        folder: "tests/guests/probe",
+        tasks: 50_000,
+    },
+    Agent {
+        language: "Python",
+        folder: "tests/guests/probe-py",
+        tasks: 10_000,
+    },
+    Agent {
+        language: "JavaScript",
+        folder: "tests/guests/probe-js",
+        tasks: 10_000,
+    },
+];
+
+/// The cache the CLI's tests use too: guest folders and compiled components are shared.
+fn cache_dir() -> PathBuf {
+    agl_guest_build::repo_root().join("target").join("agl-cache-tests")
+}
 
 fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, runners: u32, out: &Path) -> f64 {
     let output = Command::new(env!("CARGO_BIN_EXE_agl-host"))
@@ -22,6 +60,8 @@ fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, ru
         .arg(rules)
         .arg("--output")
         .arg(out)
+        .env("AGL_CACHE_DIR", cache_dir())
+        .env_remove("RUST_BACKTRACE")
         .output()
         .expect("agl-host runs");
     assert!(
@@ -35,27 +75,91 @@ fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, ru
     results["rollouts_per_second"].as_f64().expect("a number")
 }
 
+/// Agent-lightning 0.3.0's runner with a trivial agent (median rollouts/s), when its venv exists.
+fn anchor(repetitions: usize) -> Option<f64> {
+    let root = agl_guest_build::repo_root();
+    let python = root.join("target/py/agl-0.3/bin/python");
+    if !python.is_file() {
+        println!(
+            "anchor: skipped, no venv at {} (cargo test -p agl-host --test python_client makes it)",
+            python.display()
+        );
+        return None;
+    }
+    let output = Command::new(&python)
+        .arg(root.join("runtime/cli/benches/agl_python_runner.py"))
+        .args(["--repeat", &repetitions.to_string()])
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        println!(
+            "anchor: failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return None;
+    }
+    let rate = stdout
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("anchor_rollouts_per_second "))
+        .and_then(|value| value.trim().parse().ok());
+    for line in stdout.lines() {
+        println!("  anchor: {line}");
+    }
+    rate
+}
+
+fn median(mut rates: Vec<f64>) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let (tasks, repetitions) = if quick { (2_000, 1) } else { (50_000, 3) };
-    let agent = agl_guest_build::build_guest("tests/guests/probe").expect("probe builds");
+    let languages_only = std::env::args().any(|a| a == "--languages");
+    let repetitions = if quick { 1 } else { 3 };
     let algo = agl_guest_build::build_guest("plugins/baseline").expect("baseline builds");
+    let root = agl_guest_build::repo_root();
     let dir: PathBuf = std::env::temp_dir().join(format!("agl-run-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let train = dir.join("train.jsonl");
-    std::fs::write(&train, "{\"do\":\"noop\"}\n".repeat(tasks)).expect("dataset");
-    let rules = agl_guest_build::repo_root().join("examples/math-agent/rules.json");
+    let rules = root.join("examples/math-agent/rules.json");
     let out = dir.join("results.json");
-    println!(
-        "agl-host run: {tasks} trivial rollouts (probe noop, baseline plugin, scripted LLM), median of {repetitions}"
-    );
-    for runners in [1, 2] {
-        let mut rates: Vec<f64> = (0..repetitions)
-            .map(|_| rollouts_per_second(&agent, &algo, &train, &rules, runners, &out))
-            .collect();
-        rates.sort_by(f64::total_cmp);
-        let median = rates[rates.len() / 2];
-        println!("  {runners} runner(s): {median:>9.0} rollouts/s   (runs: {rates:.0?})");
+    let anchor = if quick { None } else { anchor(repetitions) };
+    println!("agl-host run: trivial rollouts (probe noop, baseline plugin, scripted LLM), median of {repetitions}");
+    println!("| agent | runners | rollouts/s | runs | × anchor |");
+    println!("|---|---:|---:|---|---:|");
+    for agent in AGENTS {
+        if (quick && agent.language != "Rust") || (languages_only && agent.language == "Rust") {
+            continue;
+        }
+        let tasks = if quick { 2_000 } else { agent.tasks };
+        let train = dir.join("train.jsonl");
+        std::fs::write(&train, "{\"do\":\"noop\"}\n".repeat(tasks)).expect("dataset");
+        // The Rust probe is built like every repository guest; the others from their folders
+        // (into the shared cache, by the binary itself).
+        let component = if agent.language == "Rust" {
+            agl_guest_build::build_guest(agent.folder).expect("probe builds")
+        } else {
+            root.join(agent.folder)
+        };
+        // One untimed run: builds the folder and fills the compile cache.
+        rollouts_per_second(&component, &algo, &train, &rules, 1, &out);
+        for runners in [1, 2] {
+            let rates: Vec<f64> = (0..repetitions)
+                .map(|_| rollouts_per_second(&component, &algo, &train, &rules, runners, &out))
+                .collect();
+            let rate = median(rates.clone());
+            let times = anchor.map_or_else(|| "–".to_owned(), |a| format!("{:.0}×", rate / a));
+            println!(
+                "| {} ({tasks} tasks) | {runners} | {rate:.0} | {rates:.0?} | {times} |",
+                agent.language
+            );
+        }
+    }
+    if let Some(anchor) = anchor {
+        println!("| Agent-lightning 0.3.0 Python runner (unsandboxed) | 1 | {anchor:.0} | | 1× |");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

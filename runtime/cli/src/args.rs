@@ -18,7 +18,8 @@ Exit codes:
   141  stdout was closed (e.g. piped into `head`); the results file, if any, was written first
 
 Components: --agent and --algo take a .wasm component, or a guest folder — Rust (Cargo.toml),
-Python (pyproject.toml or app.py) or JavaScript (package.json) — which is built into a component in
+Python (pyproject.toml or app.py), JavaScript (package.json) or C (.c files; agents only) — which is
+built into a component in
 the cache ($AGL_CACHE_DIR/guests, else ~/.cache/agl-host/guests; the path of the built component is
 printed; a folder is rebuilt only when its sources change; Python and JavaScript toolchains are
 installed there on first use). `agl-host build DIR -o agent.wasm` builds one without running it. --algo also takes the
@@ -92,7 +93,7 @@ pub enum Command {
     /// The language is told by the folder: Cargo.toml (Rust, needs the wasm32-wasip2 target),
     /// pyproject.toml or app.py (Python: componentize-py is installed into the cache on first use;
     /// needs python3), package.json (JavaScript: componentize-js is installed likewise; needs node
-    /// and npm). The component is built in the cache and rebuilt only when the sources change; its
+    /// and npm), .c files (a C agent: needs clang and Debian's wasi-libc, see sdk/README.md). The component is built in the cache and rebuilt only when the sources change; its
     /// path is printed, and -o copies it. Examples:
     ///
     ///   agl-host build examples/math-agent-py -o math-agent.wasm

@@ -10,7 +10,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if !args.dir.is_dir() {
         return Err(InputError(format!("{}: no such folder", args.dir.display())).into());
     }
-    if agl_guest_build::detect(&args.dir).is_none() {
+    if agl_guest_build::detect(&args.dir).is_none() && !crate::c_folder::is_c_folder(&args.dir) {
         return Err(
             InputError(agl_guest_build::GuestBuildError::UnknownFolder { dir: args.dir.clone() }.to_string()).into(),
         );

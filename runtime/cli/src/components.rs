@@ -55,10 +55,15 @@ fn guest_cache_dir() -> Result<PathBuf, InputError> {
 /// Builds the guest folder `dir` (any language) into the cache, saying so on stderr before and
 /// after; `role` ("agent", "algorithm", "guest") names it in the messages.
 pub fn build_guest_folder(dir: &Path, role: &str) -> Result<PathBuf, InputError> {
-    let language = agl_guest_build::detect(dir).map_or("guest", |l| l.name());
+    let c = crate::c_folder::is_c_folder(dir);
+    let language = agl_guest_build::detect(dir).map_or(if c { "C" } else { "guest" }, |l| l.name());
     stderr_line(&format!("building the {role} {} ({language}) ...", dir.display()));
-    let path = agl_guest_build::build_folder(dir, &guest_cache_dir()?, false)
-        .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?;
+    let path = if c {
+        crate::c_folder::build(dir, &guest_cache_dir()?)?
+    } else {
+        agl_guest_build::build_folder(dir, &guest_cache_dir()?, false)
+            .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?
+    };
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());
     stderr_line(&format!(
         "built {role} {} -> {} ({})",

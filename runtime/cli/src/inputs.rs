@@ -94,13 +94,13 @@ fn path_source(path: &Path, role: &str, hint: &str) -> Result<ComponentSource, I
     if path.is_file() {
         return Ok(ComponentSource::File(path.to_owned()));
     }
-    if agl_guest_build::detect(path).is_some() {
+    if agl_guest_build::detect(path).is_some() || crate::c_folder::is_c_folder(path) {
         return Ok(ComponentSource::Folder(path.to_owned()));
     }
     if path.exists() {
         Err(InputError(format!(
             "{role} {}: expected a .wasm component or a guest folder (with Cargo.toml, pyproject.toml or app.py, \
-             or package.json){hint}",
+             package.json, or .c files){hint}",
             path.display()
         )))
     } else {

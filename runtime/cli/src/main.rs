@@ -5,6 +5,7 @@
 mod args;
 mod build_cmd;
 mod builtin;
+mod c_folder;
 mod components;
 mod fleet;
 mod inputs;

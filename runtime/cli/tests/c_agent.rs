@@ -237,3 +237,38 @@ fn the_c_agent_unit_tests_pass_natively() {
         text(&run)
     );
 }
+
+#[test]
+fn a_c_folder_is_an_agent_for_run_and_build() {
+    if toolchain("a_c_folder_is_an_agent_for_run_and_build").is_none() {
+        return;
+    }
+    let folder = repo().join("examples/c-agent");
+    let out = scratch("folder").join("agent.wasm");
+    let output = agl_host(&[&"build", &folder, &"-o", &out]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("(C)"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(&std::fs::read(&out).expect("copied")[..4], b"\0asm");
+    let math = repo().join("examples/math-agent");
+    let output = agl_host(&[
+        &"dev",
+        &"--agent",
+        &folder,
+        &"--train",
+        &math.join("data/val.jsonl"),
+        &"--resources",
+        &math.join("initial-resources.json"),
+        &"--llm-script",
+        &math.join("rules.json"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("1.0000"),
+        "{}",
+        text(&output)
+    );
+}

@@ -11,6 +11,7 @@ use crate::failure::{Failure, MAX_REASON_BYTES, one_line};
 use crate::imports::llm::LlmGate;
 use crate::imports::reward::{final_reward, invalid_reward, record_final_reward};
 use crate::loaded::Loaded;
+use crate::memory::MeteredLimits;
 use crate::output::CapturedOutput;
 use crate::sandbox::attempt_wasi;
 use crate::spans::{SpanRecorder, names};
@@ -21,7 +22,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::{Store, StoreLimitsBuilder};
+use wasmtime::Store;
 
 /// Everything one attempt needs besides the component.
 pub struct AttemptRequest<'a> {
@@ -58,6 +59,9 @@ pub struct AttemptOutcome {
     pub elapsed: Duration,
     /// Host-call spans not kept because the attempt went past its span budget.
     pub spans_dropped: u32,
+    /// Linear memory the agent's instance was given, all its memories at their largest (0 when it
+    /// never started).
+    pub memory_bytes: u64,
     /// Spans could not be written to the store (the reason), e.g. the rollout is unknown there.
     pub trace_error: Option<String>,
 }
@@ -80,6 +84,7 @@ impl AttemptOutcome {
             stderr: CapturedOutput::default(),
             elapsed,
             spans_dropped: 0,
+            memory_bytes: 0,
             trace_error,
         }
     }
@@ -156,10 +161,7 @@ impl AgentComponent {
                 );
             }
         };
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(usize::try_from(self.policy.memory_bytes).unwrap_or(usize::MAX))
-            .trap_on_grow_failure(true)
-            .build();
+        let limits = MeteredLimits::new(self.policy.memory_bytes);
         let llm = LlmGate::new(request.llm, &self.policy);
         let state = HostState::new(wasi.ctx, limits, trace, llm, request.resources);
         let mut store = Store::new(self.pre.engine(), state);
@@ -221,10 +223,12 @@ impl AgentComponent {
             }
             Err(_) => None,
         };
-        let HostState { trace, llm, .. } = state;
+        let HostState { trace, llm, limits, .. } = state;
+        let memory_bytes = limits.granted_bytes();
         trace.annotate_root(vec![
             KeyValue::new(names::LLM_CALLS, i64::from(llm.calls)),
             KeyValue::new(names::LLM_TOKENS, i64::try_from(llm.tokens).unwrap_or(i64::MAX)),
+            KeyValue::new(names::MEMORY_BYTES, i64::try_from(memory_bytes).unwrap_or(i64::MAX)),
         ]);
         let spans_dropped = trace.dropped().spans;
         let (status, failure) = match result {
@@ -260,6 +264,7 @@ impl AgentComponent {
             stderr,
             elapsed: started.elapsed(),
             spans_dropped,
+            memory_bytes,
             trace_error,
         }
     }

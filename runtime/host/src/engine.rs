@@ -20,7 +20,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Memory of a pooled slot kept mapped between instances (reset, not decommitted).
-const RESIDENT_BYTES: usize = 4 << 20;
+const RESIDENT_BYTES: usize = 32 << 20;
 /// Native stack a guest may use. CPython and SpiderMonkey recurse in C: wasmtime's 512 KiB
 /// default stopped a Python guest's recursion at a few hundred frames.
 pub const MAX_WASM_STACK: usize = 4 << 20;

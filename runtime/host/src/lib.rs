@@ -24,6 +24,7 @@ mod error;
 pub mod failure;
 mod imports;
 mod loaded;
+mod memory;
 pub mod pool;
 /// The sandbox policy (its own crate, `agl-policy`, so that parsing it needs no wasmtime).
 pub use agl_policy as policy;

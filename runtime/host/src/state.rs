@@ -2,11 +2,11 @@
 //! rollout's resources and the rewards seen so far. Dropped with the store after the attempt.
 
 use crate::imports::llm::LlmGate;
+use crate::memory::MeteredLimits;
 use crate::spans::AttemptTrace;
 use agl_store::ResourcesUpdate;
 pub use agl_store::clip;
 use std::sync::Arc;
-use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -29,7 +29,7 @@ pub struct Rewards {
 pub struct HostState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: MeteredLimits,
     pub(crate) trace: AttemptTrace,
     pub(crate) llm: LlmGate,
     pub(crate) resources: Option<Arc<ResourcesUpdate>>,
@@ -39,7 +39,7 @@ pub struct HostState {
 impl HostState {
     pub(crate) fn new(
         wasi: WasiCtx,
-        limits: StoreLimits,
+        limits: MeteredLimits,
         trace: AttemptTrace,
         llm: LlmGate,
         resources: Option<Arc<ResourcesUpdate>>,

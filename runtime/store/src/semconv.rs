@@ -169,6 +169,8 @@ pub const FAILURE_DETAIL: &str = "agl.failure.detail";
 /// Root span: the LLM calls and tokens the attempt spent.
 pub const LLM_CALLS: &str = "agl.llm.calls";
 pub const LLM_TOKENS: &str = "agl.llm.tokens";
+/// Root span: bytes of linear memory the agent's instance was given (its memories at their largest).
+pub const MEMORY_BYTES: &str = "agl.memory.bytes";
 /// LLM span: the calls and tokens spent so far, this call included.
 pub const LLM_CALLS_USED: &str = "agl.llm.calls_used";
 pub const LLM_TOKENS_USED: &str = "agl.llm.tokens_used";

@@ -27,7 +27,7 @@ use bindings::{AlgorithmPre, Datasets};
 use llm_trace::AlgorithmTrace;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use wasmtime::{Store, StoreLimitsBuilder};
+use wasmtime::Store;
 
 /// Everything one run of an algorithm needs besides the component.
 pub struct AlgorithmRequest {
@@ -92,10 +92,7 @@ impl AlgorithmComponent {
                 };
             }
         };
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(usize::try_from(self.policy.memory_bytes).unwrap_or(usize::MAX))
-            .trap_on_grow_failure(true)
-            .build();
+        let limits = crate::memory::MeteredLimits::new(self.policy.memory_bytes);
         let llm = LlmGate::new(request.llm, &self.policy);
         let llm_trace = AlgorithmTrace::new(request.store.clone(), &self.name, self.policy.spans);
         let state = AlgorithmState::new(wasi.ctx, limits, request.store, llm, llm_trace, request.observer);

@@ -4,18 +4,18 @@
 use super::llm_trace::AlgorithmTrace;
 use super::observer::AlgorithmObserver;
 use crate::imports::llm::LlmGate;
+use crate::memory::MeteredLimits;
 use agl_store::LightningStore;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 pub struct AlgorithmState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: MeteredLimits,
     pub(crate) store: Arc<dyn LightningStore>,
     pub(crate) llm: LlmGate,
     /// Its LLM calls as spans of its own rollout (started on the first call).
@@ -29,7 +29,7 @@ pub struct AlgorithmState {
 impl AlgorithmState {
     pub(crate) fn new(
         wasi: WasiCtx,
-        limits: StoreLimits,
+        limits: MeteredLimits,
         store: Arc<dyn LightningStore>,
         llm: LlmGate,
         llm_trace: AlgorithmTrace,
