@@ -11,7 +11,10 @@ fn a_component_larger_than_the_pool_was_sized_for_is_refused_at_load_saying_why(
     let bytes = std::fs::read(&probe).expect("probe built");
     let shape = ComponentShape::of(&bytes, "probe.wasm").expect("a component");
     assert!(shape.core_instances >= 1 && shape.memories >= 1, "{shape:?}");
-    assert!(shape.fits_in(ComponentShape::default()), "a Rust guest fits the default room: {shape:?}");
+    assert!(
+        shape.fits_in(ComponentShape::default()),
+        "a Rust guest fits the default room: {shape:?}"
+    );
 
     let tiny = ComponentShape {
         core_instances: 1,
