@@ -45,7 +45,10 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
     if output.is_file() {
         return Ok(output);
     }
-    let stem = output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let _lock = tool::lock(&cache_dir.join("python").join("locks").join(format!("{stem}.lock")))?;
     if output.is_file() {
         return Ok(output);

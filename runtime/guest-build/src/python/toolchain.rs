@@ -126,7 +126,7 @@ fn check_python(python: &OsString) -> Result<(), GuestBuildError> {
          it is used once, to install componentize-py {COMPONENTIZE_PY_VERSION} into the cache",
         MIN_PYTHON.0, MIN_PYTHON.1
     );
-    let program = tool::find_program(&shown, &format!("it is not on PATH: {remedy}"))?;
+    let program = tool::find_program(&shown, &format!("it was not found: {remedy}"))?;
     let output = Command::new(&program)
         .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
         .stdin(Stdio::null())

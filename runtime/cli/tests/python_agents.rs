@@ -1,0 +1,342 @@
+//! End-to-end for Python agents: the real `agl-host` binary building Python guest folders with
+//! componentize-py (installed into the shared test cache on first use) and running them — the
+//! math agent in Python under APO against the Rust one, pooled with 8 runners, `agl-host build -o`;
+//! the example with a PyPI dependency; the Python probe's hostile actions in one run; and the
+//! errors a Python author meets (a syntax error, a module without an agent, no usable python3, a
+//! rollout that raises). Each folder is built and compiled once, then loaded from the cache. Needs
+//! python3 >= 3.9 with venv (and PyPI for the first toolchain and dependency installs).
+
+use serde_json::Value;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    agl_guest_build::repo_root()
+}
+
+/// The cache every test shares: toolchains, built and compiled components.
+fn cache_dir() -> PathBuf {
+    repo().join("target").join("agl-cache-tests")
+}
+
+/// A fresh scratch folder under the build's `target/tmp`.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agl-py-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// `agl-host ARGS` with the shared test cache.
+fn agl_host<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env("AGL_CACHE_DIR", cache_dir())
+        .env_remove("AGL_PYTHON")
+        .args(args)
+        .output()
+        .expect("agl-host runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn read_results(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("results file written");
+    serde_json::from_str(&text).expect("results are JSON")
+}
+
+/// `flag file` pairs, each file under `base`, appended to `args`.
+fn with_files(mut args: Vec<OsString>, base: &Path, files: &[(&str, &str)]) -> Vec<OsString> {
+    for (flag, file) in files {
+        args.push((*flag).into());
+        args.push(base.join(file).into());
+    }
+    args
+}
+
+/// `agl-host run` of `agent` under APO on the math agent's data, seed resources, rules and config
+/// (the README's command), results into `out`.
+fn apo_args(agent: &Path, out: &Path) -> Vec<OsString> {
+    let args = vec![
+        "run".into(),
+        "--agent".into(),
+        agent.into(),
+        "--algo".into(),
+        "apo".into(),
+    ];
+    let mut args = with_files(
+        args,
+        &repo().join("examples/math-agent"),
+        &[
+            ("--train", "data/train.jsonl"),
+            ("--val", "data/val.jsonl"),
+            ("--resources", "apo/seed-resources.json"),
+            ("--llm-script", "apo/rules.json"),
+            ("--algo-config", "apo/config.json"),
+        ],
+    );
+    args.extend(["--output".into(), out.into()]);
+    args
+}
+
+/// The failure reasons of a results file.
+fn reasons(results: &Value) -> Vec<String> {
+    results["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| f["reason"].as_str().expect("reason").to_owned())
+        .collect()
+}
+
+#[test]
+fn the_python_math_agent_matches_the_rust_one_under_apo_pools_and_builds() {
+    let dir = temp_dir("math");
+    let py_agent = repo().join("examples/math-agent-py");
+
+    // APO, as the README runs it: the Python agent finds the same prompt as the Rust one.
+    let py_out = dir.join("py.json");
+    let run = agl_host(apo_args(&py_agent, &py_out));
+    assert!(run.status.success(), "{}", text(&run));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("built agent") && stderr.contains("math_agent_py-"),
+        "{stderr}"
+    );
+    let py = read_results(&py_out);
+    let summary = &py["algorithm_summary"];
+    assert_eq!(summary["seed_prompt"]["score"].as_f64(), Some(0.5), "{summary:#}");
+    assert_eq!(summary["best"]["score"].as_f64(), Some(1.0), "{summary:#}");
+    assert_eq!(py["total"]["failed"], 0, "{py:#}");
+
+    let rust_agent = agl_guest_build::build_guest("examples/math-agent").expect("the Rust math agent builds");
+    let rust_out = dir.join("rust.json");
+    let run = agl_host(apo_args(&rust_agent, &rust_out));
+    assert!(run.status.success(), "{}", text(&run));
+    let rust = read_results(&rust_out);
+    for key in ["seed_prompt", "best", "history", "candidates", "skipped"] {
+        assert_eq!(
+            py["algorithm_summary"][key], rust["algorithm_summary"][key],
+            "{key} differs between the Python and the Rust agent"
+        );
+    }
+    assert_eq!(py["splits"], rust["splits"]);
+
+    // Eight runners share the pooled instances of the one compiled component.
+    let pooled_out = dir.join("pooled.json");
+    let args = vec![
+        "run".into(),
+        "--agent".into(),
+        py_agent.clone().into(),
+        "--algo".into(),
+        "baseline".into(),
+        "--runners".into(),
+        "8".into(),
+        "--output".into(),
+        pooled_out.clone().into(),
+    ];
+    let args = with_files(
+        args,
+        &repo().join("examples/math-agent"),
+        &[
+            ("--train", "data/train.jsonl"),
+            ("--val", "data/val.jsonl"),
+            ("--resources", "initial-resources.json"),
+            ("--llm-script", "rules.json"),
+        ],
+    );
+    let run = agl_host(args);
+    assert!(run.status.success(), "{}", text(&run));
+    let pooled = read_results(&pooled_out);
+    assert_eq!(pooled["total"]["succeeded"], 20, "{pooled:#}");
+    assert_eq!(pooled["total"]["failed"], 0, "no slot failures: {pooled:#}");
+
+    // `agl-host build -o`: the same component, copied out of the cache without a rebuild.
+    let wasm = dir.join("math-agent-py.wasm");
+    let build = agl_host([
+        OsStr::new("build"),
+        py_agent.as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    assert!(build.status.success(), "{}", text(&build));
+    let bytes = std::fs::read(&wasm).expect("component written");
+    assert!(
+        bytes.starts_with(b"\0asm") && bytes.len() > 1_000_000,
+        "{} bytes",
+        bytes.len()
+    );
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        stderr.contains("math_agent_py-") && !stderr.contains("installing"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_pure_python_dependency_from_pypi_is_bundled_into_the_component() {
+    let dir = temp_dir("calc");
+    let calc = repo().join("examples/calc-agent-py");
+    let out = dir.join("calc.json");
+    let args = vec![
+        "dev".into(),
+        "--agent".into(),
+        calc.clone().into(),
+        "--output".into(),
+        out.clone().into(),
+    ];
+    let args = with_files(
+        args,
+        &calc,
+        &[
+            ("--train", "data/train.jsonl"),
+            ("--resources", "initial-resources.json"),
+            ("--llm-script", "rules.json"),
+        ],
+    );
+    let run = agl_host(args);
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    // Three tool calls compute the right answer; one computes the wrong sum, and pyparsing cannot
+    // read the last one (`8 x 11`), which the agent answers with the parse error.
+    assert_eq!(
+        (train["succeeded"].as_u64(), train["failed"].as_u64()),
+        (Some(5), Some(0)),
+        "{results:#}"
+    );
+    assert_eq!(train["mean_reward"].as_f64(), Some(0.6), "{results:#}");
+}
+
+/// One task per hostile action of the Python probe, then tasks that must still work.
+const HOSTILE: &[&str] = &[
+    r#"{"do": "spin"}"#,
+    r#"{"do": "memory_bomb"}"#,
+    r#"{"do": "deep_recursion"}"#,
+    r#"{"do": "huge_error", "bytes": 1000000}"#,
+    r#"{"do": "panic"}"#,
+    r#"{"do": "no_such_action"}"#,
+    r#"{"do": "open_socket", "addr": "127.0.0.1:9"}"#,
+    r#"{"do": "read_file", "path": "/etc/passwd"}"#,
+    r#"{"do": "list_dir", "path": "/"}"#,
+    r#"{"do": "read_env"}"#,
+    r#"{"do": "stdout_flood", "bytes": 4194304}"#,
+    r#"{"do": "noop"}"#,
+    r#"{"do": "reward", "value": 0.5}"#,
+];
+
+#[test]
+fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_serving() {
+    let dir = temp_dir("hostile");
+    let train = dir.join("train.jsonl");
+    std::fs::write(&train, HOSTILE.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let probe = repo().join("tests/guests/probe-py");
+    let rules = repo().join("examples/math-agent/rules.json");
+    let run = agl_host([
+        OsStr::new("dev"),
+        OsStr::new("--agent"),
+        probe.as_os_str(),
+        OsStr::new("--train"),
+        train.as_os_str(),
+        OsStr::new("--llm-script"),
+        rules.as_os_str(),
+        OsStr::new("--agent-timeout"),
+        OsStr::new("3s"),
+        OsStr::new("--output"),
+        out.as_os_str(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, no_such_action.
+    // Succeeded: the four denied "may it?" (0), stdout_flood (1), noop (1), reward (0.5).
+    assert_eq!(
+        (train["failed"].as_u64(), train["succeeded"].as_u64()),
+        (Some(6), Some(7)),
+        "{results:#}"
+    );
+    assert_eq!(train["mean_reward_succeeded"].as_f64(), Some(2.5 / 7.0), "{results:#}");
+    let reasons = reasons(&results);
+    let has = |needle: &str| reasons.iter().any(|r| r.contains(needle));
+    for expected in [
+        "deadline of 3s exceeded",
+        "memory limit of",
+        // Python's own recursion limit: an exception, reported like any other.
+        "agent error: RecursionError: maximum recursion depth exceeded",
+        // A raised exception fails the attempt with its type and message.
+        "agent error: RuntimeError: probe: panic on purpose",
+        "agent error: task does not match probe-py's actions",
+        "agent error: EEEE",
+    ] {
+        assert!(has(expected), "no failure says {expected:?}: {reasons:#?}");
+    }
+    let huge = reasons.iter().find(|r| r.contains("EEEE")).expect("huge error");
+    assert!(
+        huge.len() < 100_000,
+        "the host bounds a huge error: {} bytes",
+        huge.len()
+    );
+}
+
+#[test]
+fn python_code_that_does_not_build_fails_with_the_python_error() {
+    let dir = temp_dir("broken");
+    // A syntax error: componentize-py imports the module while building; its traceback is shown.
+    let syntax = dir.join("syntax");
+    std::fs::create_dir_all(&syntax).expect("dir");
+    std::fs::write(
+        syntax.join("app.py"),
+        "import agl\n\n@agl.rollout\ndef rollout(task, ctx)\n    return 1.0\n",
+    )
+    .expect("app.py");
+    let build = agl_host([OsStr::new("build"), syntax.as_os_str()]);
+    assert!(!build.status.success(), "{}", text(&build));
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        stderr.contains("componentize-py") && stderr.contains("SyntaxError") && stderr.contains("app.py"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("Stack backtrace"),
+        "no Rust backtrace for a Python author: {stderr}"
+    );
+
+    // A module without an agent: the SDK's own error, at build time.
+    let no_agent = dir.join("no-agent");
+    std::fs::create_dir_all(&no_agent).expect("dir");
+    std::fs::write(
+        no_agent.join("app.py"),
+        "import agl\n\ndef solve(task, ctx):\n    return 1.0\n",
+    )
+    .expect("app.py");
+    let build = agl_host([OsStr::new("build"), no_agent.as_os_str()]);
+    assert!(!build.status.success(), "{}", text(&build));
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        stderr.contains("module `app` defines no agent: decorate its rollout function with @agl.rollout"),
+        "{stderr}"
+    );
+
+    // No usable python3 in an empty cache: a clear error before anything is installed.
+    let empty_cache = dir.join("cache");
+    let build = Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env("AGL_CACHE_DIR", &empty_cache)
+        .env("AGL_PYTHON", dir.join("no-python3"))
+        .args([OsStr::new("build"), no_agent.as_os_str()])
+        .output()
+        .expect("agl-host runs");
+    assert!(!build.status.success(), "{}", text(&build));
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        stderr.contains("is needed to build this guest") && stderr.contains("AGL_PYTHON"),
+        "{stderr}"
+    );
+}
