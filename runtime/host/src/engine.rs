@@ -21,8 +21,8 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 /// Memory of a pooled slot kept mapped between instances (reset, not decommitted).
 const RESIDENT_BYTES: usize = 32 << 20;
-/// Native stack a guest may use. CPython and SpiderMonkey recurse in C: wasmtime's 512 KiB
-/// default stopped a Python guest's recursion at a few hundred frames.
+/// Native stack a guest may use: eight times wasmtime's default, as CPython and SpiderMonkey
+/// recurse in C (with it a Python agent recursing 5,000 deep meets its own RecursionError).
 pub const MAX_WASM_STACK: usize = 4 << 20;
 /// Each async call's stack: the guest's stack plus room for the host functions it calls.
 const ASYNC_STACK: usize = MAX_WASM_STACK + (1 << 20);
