@@ -12,9 +12,8 @@
 mod sdk;
 mod toolchain;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::error::GuestBuildError;
 use crate::fingerprint::source_digest;
@@ -102,31 +101,13 @@ fn component_name(folder: &Path) -> String {
 /// becomes [`GuestBuildError::ToolFailed`] with what the tools said.
 fn run_build(command: &mut Command, folder: &Path, output: &Path, echo: bool) -> Result<(), GuestBuildError> {
     command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         // wizer and weval (Rust programs the build runs) print a backtrace when this is set.
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE");
-    let spawn_error = |err: std::io::Error| GuestBuildError::ToolMissing {
+    let (status, stderr) = tool::run_streaming(command, echo, |err| GuestBuildError::ToolMissing {
         tool: "node".to_owned(),
         hint: format!("it could not be run ({err})"),
-    };
-    let mut child = command.spawn().map_err(spawn_error)?;
-    let mut stderr = String::new();
-    if let Some(pipe) = child.stderr.take() {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-            let text = String::from_utf8_lossy(&line);
-            if echo {
-                let _ = std::io::stderr().write_all(text.as_bytes());
-            }
-            stderr.push_str(&text);
-            line.clear();
-        }
-    }
-    let status = child.wait().map_err(spawn_error)?;
+    })?;
     if status.success() && output.is_file() {
         return Ok(());
     }

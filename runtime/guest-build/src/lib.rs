@@ -24,9 +24,8 @@ mod tool;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
 pub use cache::build_cached;
@@ -211,36 +210,17 @@ fn run_cargo(
         .args(["build", "--release", "--target", GUEST_TARGET, "--manifest-path"])
         .arg(manifest)
         .arg("--target-dir")
-        .arg(target_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .arg(target_dir);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(env::is_inherited_build_var) {
             command.env_remove(&name);
         }
     }
-    let spawn_error = |source| GuestBuildError::Spawn {
+    let (status, stderr) = tool::run_streaming(&mut command, echo, |source| GuestBuildError::Spawn {
         program: program.to_string_lossy().into_owned(),
         crate_name: crate_name.to_string(),
         source,
-    };
-    let mut child = command.spawn().map_err(spawn_error)?;
-    let mut stderr = String::new();
-    if let Some(pipe) = child.stderr.take() {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        // A read error ends the capture early; the exit status still decides.
-        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-            let text = String::from_utf8_lossy(&line);
-            if echo {
-                let _ = std::io::stderr().write_all(text.as_bytes());
-            }
-            stderr.push_str(&text);
-            line.clear();
-        }
-    }
-    let status = child.wait().map_err(spawn_error)?;
+    })?;
     if status.success() {
         return Ok(());
     }

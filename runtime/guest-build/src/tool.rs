@@ -4,8 +4,9 @@
 
 use crate::error::GuestBuildError;
 use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 
 /// At most this many lines of a tool's output go into an error.
 const TAIL_LINES: usize = 40;
@@ -61,19 +62,35 @@ fn both(output: &Output) -> String {
     text
 }
 
-/// Runs a build step on the guest in `dir`; its stdout on success, `ToolFailed` (with the output's
-/// tail) when it fails.
-pub(crate) fn run_step(command: &mut Command, tool: &str, dir: &Path) -> Result<String, GuestBuildError> {
-    let output = output_of(command, tool)?;
-    if output.status.success() {
-        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+/// Runs a build step with its stderr captured line by line (and copied to this process's stderr
+/// as it comes, with `echo`); stdout is dropped. Returns the exit status and the stderr text;
+/// `spawn_error` makes the error for a program that cannot be started.
+pub(crate) fn run_streaming(
+    command: &mut Command,
+    echo: bool,
+    spawn_error: impl Fn(std::io::Error) -> GuestBuildError,
+) -> Result<(ExitStatus, String), GuestBuildError> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().map_err(&spawn_error)?;
+    let mut stderr = String::new();
+    if let Some(pipe) = child.stderr.take() {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        // A read error ends the capture early; the exit status still decides.
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            let text = String::from_utf8_lossy(&line);
+            if echo {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            stderr.push_str(&text);
+            line.clear();
+        }
     }
-    Err(GuestBuildError::ToolFailed {
-        tool: tool.to_owned(),
-        dir: dir.to_path_buf(),
-        status: output.status,
-        stderr_tail: tail(&both(&output)),
-    })
+    let status = child.wait().map_err(spawn_error)?;
+    Ok((status, stderr))
 }
 
 /// Runs one step of a toolchain install (`what` names the toolchain); `ToolInstall` when it fails.
@@ -122,21 +139,22 @@ mod tests {
     }
 
     #[test]
-    fn a_failing_step_shows_the_tail_of_its_output() {
+    fn a_streamed_step_gives_its_status_and_stderr_and_a_missing_program_its_error() {
         let mut command = Command::new("sh");
-        command.args([
-            "-c",
-            "for i in $(seq 1 100); do echo line $i; done; echo boom >&2; exit 3",
-        ]);
-        let err = run_step(&mut command, "sh", Path::new("/guest")).unwrap_err();
-        let text = err.to_string();
-        assert!(text.starts_with("sh failed on /guest (exit status: 3):"), "{text}");
-        assert!(
-            text.contains("[... 61 earlier lines]") && text.contains("line 100\nboom"),
-            "{text}"
-        );
-        let mut ok = Command::new("sh");
-        ok.args(["-c", "echo fine"]);
-        assert_eq!(run_step(&mut ok, "sh", Path::new("/g")).expect("runs"), "fine\n");
+        command.args(["-c", "echo out; echo one >&2; echo two >&2; exit 3"]);
+        let (status, stderr) = run_streaming(&mut command, false, |e| GuestBuildError::ToolMissing {
+            tool: "sh".into(),
+            hint: e.to_string(),
+        })
+        .expect("runs");
+        assert_eq!((status.code(), stderr.as_str()), (Some(3), "one\ntwo\n"));
+        let mut missing = Command::new("/nonexistent/agl-tool");
+        let err = run_streaming(&mut missing, false, |_| GuestBuildError::ToolMissing {
+            tool: "agl-tool".into(),
+            hint: "gone".into(),
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "agl-tool is needed to build this guest but gone");
+        assert!(tail(&"x\n".repeat(50)).starts_with("[... 10 earlier lines]"));
     }
 }
