@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// Memory of a pooled slot kept mapped between instances (reset, not decommitted).
+/// Memory of a pooled slot kept mapped between instances (reset, not decommitted): room for a
+/// Python agent's instance (about 13 MiB), whose pages would otherwise be faulted in afresh by
+/// every attempt.
 const RESIDENT_BYTES: usize = 32 << 20;
 /// Native stack a guest may use: eight times wasmtime's default, as CPython and SpiderMonkey
 /// recurse in C (with it a Python agent recursing 5,000 deep meets its own RecursionError).
