@@ -5,7 +5,11 @@ tests/guests/README.md)."""
 
 from __future__ import annotations
 
+# Every module is imported here, at the top: the build runs this module once and keeps only the
+# modules imported by then (a module first imported inside a function is not found at run time).
+import encodings.idna  # noqa: F401 - socket's host-name lookups need it
 import os
+import socket
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -94,14 +98,10 @@ def open_socket(task: dict, ctx: agl.Ctx) -> float:
     host, _, port = task["addr"].rpartition(":")
 
     def tcp() -> str:
-        import socket
-
         with socket.create_connection((host, int(port)), timeout=2) as conn:
             return f"tcp connect to {task['addr']} from {conn.getsockname()}"
 
     def udp() -> str:
-        import socket
-
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             sock.bind((host, 0))
             return f"udp bind on {sock.getsockname()}"
