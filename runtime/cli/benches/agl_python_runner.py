@@ -234,8 +234,9 @@ def main() -> int:
         rate_from_enqueue = args.rollouts / (timings["end"] - timings["enqueue"])
         rates.append(rate)
         rates_from_enqueue.append(rate_from_enqueue)
+        seconds = timings["end"] - timings["first_claim"]
         print(
-            f"run {repetition}: {rate:.1f} rollouts/s ({args.rollouts} in {timings['end'] - timings['first_claim']:.3f} s "
+            f"run {repetition}: {rate:.1f} rollouts/s ({args.rollouts} in {seconds:.3f} s "
             f"from the first claim; {rate_from_enqueue:.1f}/s counting the runner's wake-up "
             f"{(timings['first_claim'] - timings['enqueue']) * 1000:.0f} ms after the enqueue; "
             f"{timings['spans']:.0f} span(s) in the last rollout)",
