@@ -8,7 +8,9 @@
 //!
 //! The anchor, in the same run: Agent-lightning 0.3.0's own unsandboxed Python runner with a
 //! trivial agent (`agl_python_runner.py`, in the venv the Python client tests make under
-//! `target/py/agl-0.3`); each language's figure is also given as a multiple of it.
+//! `target/py/agl-0.3`) as `Trainer()` runs it by default — the client-server strategy, one
+//! runner process; each language's figure is also given as a multiple of it. Its shared-memory
+//! strategy (one runner only) is measured too, for reference.
 //!
 //! Run: `cargo bench -p agl-host --bench run_throughput` (`-- --quick` for a smoke run: the Rust
 //! agent only, no anchor; `-- --languages` to leave Rust out).
@@ -75,8 +77,9 @@ fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, ru
     results["rollouts_per_second"].as_f64().expect("a number")
 }
 
-/// Agent-lightning 0.3.0's runner with a trivial agent (median rollouts/s), when its venv exists.
-fn anchor(repetitions: usize) -> Option<f64> {
+/// Agent-lightning 0.3.0's runner with a trivial agent under `strategy` (`cs`: client-server,
+/// `Trainer()`'s default; `shm`: shared memory): its median rollouts/s, when its venv exists.
+fn anchor(strategy: &str, repetitions: usize) -> Option<f64> {
     let root = agl_guest_build::repo_root();
     let python = root.join("target/py/agl-0.3/bin/python");
     if !python.is_file() {
@@ -88,27 +91,26 @@ fn anchor(repetitions: usize) -> Option<f64> {
     }
     let output = Command::new(&python)
         .arg(root.join("runtime/cli/benches/agl_python_runner.py"))
-        .args(["--repeat", &repetitions.to_string()])
+        .args(["--repeat", &repetitions.to_string(), "--strategy", strategy])
         .output()
         .expect("python runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         println!(
-            "anchor: failed ({}): {}",
+            "anchor ({strategy}): failed ({}): {}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
         return None;
     }
-    let rate = stdout
+    for line in stdout.lines() {
+        println!("  anchor ({strategy}): {line}");
+    }
+    stdout
         .lines()
         .rev()
         .find_map(|line| line.strip_prefix("anchor_rollouts_per_second "))
-        .and_then(|value| value.trim().parse().ok());
-    for line in stdout.lines() {
-        println!("  anchor: {line}");
-    }
-    rate
+        .and_then(|value| value.trim().parse().ok())
 }
 
 fn median(mut rates: Vec<f64>) -> f64 {
@@ -126,7 +128,11 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let rules = root.join("examples/math-agent/rules.json");
     let out = dir.join("results.json");
-    let anchor = if quick { None } else { anchor(repetitions) };
+    let (anchor, shared_memory) = if quick {
+        (None, None)
+    } else {
+        (anchor("cs", repetitions), anchor("shm", repetitions))
+    };
     println!("agl-host run: trivial rollouts (probe noop, baseline plugin, scripted LLM), median of {repetitions}");
     println!("| agent | runners | rollouts/s | runs | × anchor |");
     println!("|---|---:|---:|---|---:|");
@@ -159,7 +165,15 @@ fn main() {
         }
     }
     if let Some(anchor) = anchor {
-        println!("| Agent-lightning 0.3.0 Python runner (unsandboxed) | 1 | {anchor:.0} | | 1× |");
+        println!(
+            "| Agent-lightning 0.3.0, `Trainer()` default (client-server), unsandboxed | 1 | {anchor:.0} | | 1× |"
+        );
+    }
+    if let (Some(anchor), Some(shm)) = (anchor, shared_memory) {
+        println!(
+            "| Agent-lightning 0.3.0, shared memory, unsandboxed | 1 | {shm:.0} | | {:.1}× |",
+            shm / anchor
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
