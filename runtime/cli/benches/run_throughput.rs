@@ -92,6 +92,8 @@ fn anchor(strategy: &str, repetitions: usize) -> Option<f64> {
     let output = Command::new(&python)
         .arg(root.join("runtime/cli/benches/agl_python_runner.py"))
         .args(["--repeat", &repetitions.to_string(), "--strategy", strategy])
+        // AgentOps writes agentops.log into the current directory.
+        .current_dir(std::env::temp_dir())
         .output()
         .expect("python runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
