@@ -2,8 +2,8 @@
 //! componentize-py (installed into the shared test cache on first use) and running them — the
 //! math agent in Python under APO against the Rust one, pooled with 8 runners, `agl-host build -o`;
 //! the example with a PyPI dependency; the Python probe's hostile actions in one run; and the
-//! errors a Python author meets (a syntax error, a module without an agent, no usable python3, a
-//! rollout that raises). Each folder is built and compiled once, then loaded from the cache. Needs
+//! errors a Python author meets (a syntax error, a native dependency, no usable python3, a rollout
+//! that raises). Each folder is built and compiled once, then loaded from the cache. Needs
 //! python3 >= 3.9 with venv (and PyPI for the first toolchain and dependency installs).
 
 use serde_json::Value;
@@ -230,6 +230,12 @@ const HOSTILE: &[&str] = &[
     r#"{"do": "stdout_flood", "bytes": 4194304}"#,
     r#"{"do": "noop"}"#,
     r#"{"do": "reward", "value": 0.5}"#,
+    // Host calls through the SDK: a refused model (the typed LLM error's message), rewards
+    // emitted without a returned one, an operation that fails inside a rollout that does not.
+    r#"{"do": "llm_once", "model": "not-allowed-model"}"#,
+    r#"{"do": "emit_rewards"}"#,
+    r#"{"do": "operation"}"#,
+    r#"{"do": "llm_once"}"#,
 ];
 
 #[test]
@@ -256,14 +262,19 @@ fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_se
     assert!(run.status.success(), "{}", text(&run));
     let results = read_results(&out);
     let train = &results["splits"]["train"];
-    // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, no_such_action.
-    // Succeeded: the four denied "may it?" (0), stdout_flood (1), noop (1), reward (0.5).
+    // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, no_such_action, the refused
+    // model. Succeeded: the four denied "may it?" (0), stdout_flood (1), noop (1), reward (0.5),
+    // emit_rewards (its last primary reward, 0.25), operation (1), llm_once (1).
     assert_eq!(
         (train["failed"].as_u64(), train["succeeded"].as_u64()),
-        (Some(6), Some(7)),
+        (Some(7), Some(10)),
         "{results:#}"
     );
-    assert_eq!(train["mean_reward_succeeded"].as_f64(), Some(2.5 / 7.0), "{results:#}");
+    assert_eq!(
+        train["mean_reward_succeeded"].as_f64(),
+        Some(4.75 / 10.0),
+        "{results:#}"
+    );
     let reasons = reasons(&results);
     let has = |needle: &str| reasons.iter().any(|r| r.contains(needle));
     for expected in [
@@ -275,6 +286,7 @@ fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_se
         "agent error: RuntimeError: probe: panic on purpose",
         "agent error: task does not match probe-py's actions",
         "agent error: EEEE",
+        "agent error: LLM call refused: model `not-allowed-model` is not allowed for this agent",
     ] {
         assert!(has(expected), "no failure says {expected:?}: {reasons:#?}");
     }
@@ -309,19 +321,20 @@ fn python_code_that_does_not_build_fails_with_the_python_error() {
         "no Rust backtrace for a Python author: {stderr}"
     );
 
-    // A module without an agent: the SDK's own error, at build time.
-    let no_agent = dir.join("no-agent");
-    std::fs::create_dir_all(&no_agent).expect("dir");
+    // A dependency with native code (markupsafe's wheel carries a C extension): refused by name.
+    let native = dir.join("native");
+    std::fs::create_dir_all(&native).expect("dir");
     std::fs::write(
-        no_agent.join("app.py"),
-        "import agl\n\ndef solve(task, ctx):\n    return 1.0\n",
+        native.join("pyproject.toml"),
+        "[project]\nname = \"native\"\ndependencies = [\"markupsafe==3.0.2\"]\n",
     )
-    .expect("app.py");
-    let build = agl_host([OsStr::new("build"), no_agent.as_os_str()]);
+    .expect("pyproject.toml");
+    std::fs::write(native.join("app.py"), "import agl\nimport markupsafe\n").expect("app.py");
+    let build = agl_host([OsStr::new("build"), native.as_os_str()]);
     assert!(!build.status.success(), "{}", text(&build));
     let stderr = String::from_utf8_lossy(&build.stderr);
     assert!(
-        stderr.contains("module `app` defines no agent: decorate its rollout function with @agl.rollout"),
+        stderr.contains("native code found (markupsafe/_speedups") && stderr.contains("pure-Python packages only"),
         "{stderr}"
     );
 
@@ -330,7 +343,7 @@ fn python_code_that_does_not_build_fails_with_the_python_error() {
     let build = Command::new(env!("CARGO_BIN_EXE_agl-host"))
         .env("AGL_CACHE_DIR", &empty_cache)
         .env("AGL_PYTHON", dir.join("no-python3"))
-        .args([OsStr::new("build"), no_agent.as_os_str()])
+        .args([OsStr::new("build"), syntax.as_os_str()])
         .output()
         .expect("agl-host runs");
     assert!(!build.status.success(), "{}", text(&build));

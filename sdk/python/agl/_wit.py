@@ -7,8 +7,7 @@ Only importable inside a component build; every other module of the SDK is plain
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from componentize_py_types import Err
 from wit_world.imports import llm as wit_llm
@@ -18,7 +17,7 @@ from wit_world.imports import trace as wit_trace
 from wit_world.imports import types as wit_types
 
 from . import agent
-from .errors import AglError, Backend, BudgetExceeded, InvalidRequest, LlmError, ModelNotAllowed, PromptError, Timeout
+from .errors import Backend, BudgetExceeded, InvalidRequest, LlmError, ModelNotAllowed, PromptError, Timeout
 from .host import Level, LlmEndpoint, Mode, PromptTemplate, Resource, RolloutContext
 from .llm import ChatRequest, ChatResponse, Message, ToolCall, Usage
 
@@ -149,16 +148,7 @@ def export(module_name: str) -> type:
     Runs while the component is built, so a module that fails to import, or has no agent, fails
     the build with this error.
     """
-    module = importlib.import_module(module_name)
-    function: Optional[Callable[..., Any]] = agent.registered()
-    if function is None:
-        candidate = getattr(module, "rollout", None)
-        if callable(candidate) and candidate is not agent.rollout:
-            function = candidate
-    if function is None:
-        raise AglError(
-            f"module `{module_name}` defines no agent: decorate its rollout function with @agl.rollout"
-        )
+    function = agent.find_agent(module_name)
     host = WitHost()
     chosen = function
 

@@ -9,6 +9,7 @@ traceback (the last 4 KiB) is logged at error level first, so the attempt's trac
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import json
 import traceback
@@ -20,7 +21,7 @@ from .ctx import Ctx, describe
 from .errors import AglError, TaskError
 from .host import Host, Level, RolloutContext
 
-__all__ = ["rollout", "registered", "run_attempt", "Outcome", "TRACEBACK_LIMIT"]
+__all__ = ["rollout", "registered", "find_agent", "run_attempt", "Outcome", "TRACEBACK_LIMIT"]
 
 #: How much of a traceback (UTF-8 bytes, its end) is logged when a rollout raises.
 TRACEBACK_LIMIT = 4096
@@ -57,6 +58,21 @@ def rollout(function: F) -> F:
 def registered() -> Optional[Callable[..., Any]]:
     """The function registered with :func:`rollout`, if any."""
     return _registered
+
+
+def find_agent(module_name: str) -> Callable[..., Any]:
+    """Imports the agent's module and returns its rollout function: the one decorated with
+    :func:`rollout`, else a module-level function named ``rollout``. Raises :class:`AglError` when
+    there is none (the component build shows it)."""
+    module = importlib.import_module(module_name)
+    function = registered()
+    if function is None:
+        candidate = getattr(module, "rollout", None)
+        if callable(candidate) and candidate is not rollout:
+            function = candidate
+    if function is None:
+        raise AglError(f"module `{module_name}` defines no agent: decorate its rollout function with @agl.rollout")
+    return function
 
 
 def _name(function: Callable[..., Any]) -> str:

@@ -6,6 +6,8 @@ Run from sdk/python: python3 -m unittest
 from __future__ import annotations
 
 import dataclasses
+import sys
+import types
 import unittest
 
 import agl
@@ -107,6 +109,33 @@ class RolloutTests(unittest.TestCase):
                 agl.rollout(lambda t, c: None)
         finally:
             agent._registered = saved
+
+
+class FindAgentTests(unittest.TestCase):
+    def setUp(self) -> None:
+        self.saved = agent._registered
+        agent._registered = None
+
+    def tearDown(self) -> None:
+        agent._registered = self.saved
+        for name in ("agl_test_plain", "agl_test_none"):
+            sys.modules.pop(name, None)
+
+    def module(self, name: str, **attributes: object) -> None:
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        sys.modules[name] = module
+
+    def test_the_decorated_function_else_a_module_level_rollout(self) -> None:
+        self.module("agl_test_plain", rollout=echo_agent)
+        self.assertIs(agent.find_agent("agl_test_plain"), echo_agent)
+        agl.rollout(lambda t, c: None)
+        self.assertIs(agent.find_agent("agl_test_plain"), agent.registered())
+
+    def test_a_module_without_an_agent_is_refused(self) -> None:
+        self.module("agl_test_none", solve=echo_agent, rollout=agl.rollout)
+        with self.assertRaisesRegex(agl.AglError, "module `agl_test_none` defines no agent: decorate its rollout"):
+            agent.find_agent("agl_test_none")
 
 
 class CtxTests(unittest.TestCase):
