@@ -1,13 +1,13 @@
 //! The shape of a component as the pooling allocator sees it — the core instances one instance of
-//! it creates, and the linear memories and tables those define — read from its bytes before it is
-//! compiled, so that the engine's pool is sized for the components the process will run. A Rust
+//! it creates (its modules' and the adapters wasmtime fuses between nested components), and the
+//! linear memories and tables those define — read from its bytes before it is compiled, so that the engine's pool is sized for the components the process will run. A Rust
 //! agent is three core instances and one memory; a componentize-py agent (CPython inside) or a
 //! componentize-js one (StarlingMonkey) is several of each.
 
 use crate::error::HostError;
 use wasmparser::{
-    ComponentAlias, ComponentExternalKind, ComponentOuterAliasKind, ComponentTypeRef, Encoding, Instance, Parser,
-    Payload,
+    ComponentAlias, ComponentExternalKind, ComponentInstance, ComponentOuterAliasKind, ComponentTypeRef, Encoding,
+    Instance, Parser, Payload,
 };
 
 /// What one instance of a component takes from the pool.
@@ -109,6 +109,16 @@ fn count(bytes: &[u8]) -> Result<ComponentShape, wasmparser::BinaryReaderError> 
                             shape.memories += needs.memories;
                             shape.tables += needs.tables;
                         }
+                    }
+                }
+            }
+            // Where one nested component's exports meet another's imports, wasmtime fuses an
+            // adapter module (lifting and lowering) and instantiates it: room for one per
+            // nested component instance.
+            Payload::ComponentInstanceSection(section) => {
+                for instance in section {
+                    if let ComponentInstance::Instantiate { .. } = instance? {
+                        shape.core_instances += 1;
                     }
                 }
             }
