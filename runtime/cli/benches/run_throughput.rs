@@ -35,12 +35,12 @@ const AGENTS: &[Agent] = &[
     Agent {
         language: "Python",
         folder: "tests/guests/probe-py",
-        tasks: 10_000,
+        tasks: 3_000,
     },
     Agent {
         language: "JavaScript",
         folder: "tests/guests/probe-js",
-        tasks: 10_000,
+        tasks: 5_000,
     },
 ];
 
