@@ -42,6 +42,12 @@ pub fn detect(dir: &Path) -> Option<GuestLanguage> {
 /// build tool's progress goes to stderr as it comes (Rust); first-use toolchain installs always
 /// say so on stderr.
 pub fn build_folder(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+    // The build tools run in the guest's folder: a relative cache path (AGL_CACHE_DIR=target/x)
+    // would point elsewhere there.
+    let cache_dir = &std::path::absolute(cache_dir).map_err(|source| GuestBuildError::Cache {
+        path: cache_dir.to_path_buf(),
+        source,
+    })?;
     match detect(dir) {
         Some(GuestLanguage::Rust) => crate::build_cached(dir, cache_dir, echo),
         Some(GuestLanguage::Python) => crate::python::build_cached(dir, cache_dir, echo),

@@ -151,6 +151,12 @@ def export(module_name: str) -> type:
     function = agent.find_agent(module_name)
     host = WitHost()
     chosen = function
+    # Resolved now, while the build runs, so that no rollout pays for it (see `_task_type`); a
+    # function that cannot take a task still fails each rollout with the reason.
+    try:
+        agent.task_type(chosen)
+    except agent.AglError:
+        pass
 
     class WitWorld:
         """The component's export of world ``agent``."""

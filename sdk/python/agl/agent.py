@@ -9,6 +9,7 @@ traceback (the last 4 KiB) is logged at error level first, so the attempt's trac
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
 import json
@@ -120,6 +121,11 @@ def final_reward(result: object) -> Optional[float]:
     return float(result)
 
 
+def task_type(function: Callable[..., Any]) -> Optional[type]:
+    """The dataclass ``function``'s task is built into, if any (cached)."""
+    return _task_type(function)
+
+
 def parse_task(function: Callable[..., Any], task_json: str) -> Any:
     """The rollout's input for ``function``: JSON-parsed, and built into the dataclass its first
     parameter is annotated with, if any."""
@@ -143,7 +149,11 @@ def parse_task(function: Callable[..., Any], task_json: str) -> Any:
     return task_type(**{name: v for name, v in value.items() if name in fields})
 
 
+@functools.lru_cache(maxsize=None)
 def _task_type(function: Callable[..., Any]) -> Optional[type]:
+    """The dataclass ``function``'s task parameter is annotated with, if any. Cached: resolving
+    string annotations compiles them, a cost every rollout of a fresh instance would pay again
+    (the component's build primes it, so the answer is part of the snapshot)."""
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
