@@ -88,13 +88,14 @@ pub enum Command {
     ///   agl-host runner --store http://10.0.0.5:4747 --token secret --agent agent.wasm --runners 4 --llm-script rules.json
     #[command(after_long_help = EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Runner(RunnerArgs),
-    /// Build a guest folder (an agent or an algorithm, in Rust, Python or JavaScript) into a component.
+    /// Build a guest folder (an agent or an algorithm: Rust, Python, JavaScript, C) into a component.
     ///
     /// The language is told by the folder: Cargo.toml (Rust, needs the wasm32-wasip2 target),
     /// pyproject.toml or app.py (Python: componentize-py is installed into the cache on first use;
     /// needs python3), package.json (JavaScript: componentize-js is installed likewise; needs node
-    /// and npm), .c files (a C agent: needs clang and Debian's wasi-libc, see sdk/README.md). The component is built in the cache and rebuilt only when the sources change; its
-    /// path is printed, and -o copies it. Examples:
+    /// and npm), .c files (a C agent: needs clang and Debian's wasi-libc, see sdk/README.md).
+    /// The component is built in the cache and rebuilt only when the sources change; its path is
+    /// printed, and -o copies it. Examples:
     ///
     ///   agl-host build examples/math-agent-py -o math-agent.wasm
     ///
@@ -111,7 +112,8 @@ Exit codes:
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
-    /// The guest folder: Cargo.toml (Rust), pyproject.toml or app.py (Python), package.json (JavaScript).
+    /// The guest folder: Cargo.toml (Rust), pyproject.toml or app.py (Python), package.json
+    /// (JavaScript), or .c files (C).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Also copy the component to this file.
