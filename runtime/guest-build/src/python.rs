@@ -12,9 +12,8 @@ mod pyproject;
 mod sdk;
 mod toolchain;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::error::GuestBuildError;
 use crate::fingerprint::source_digest;
@@ -164,9 +163,6 @@ fn componentize(
         .arg(app)
         .arg("-o")
         .arg(output)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         // componentize-py adds a virtual environment's or pipenv's packages to the path when it
         // finds one; the build uses exactly the path above. Its errors carry a Rust backtrace
         // when RUST_BACKTRACE is set: noise for a Python author.
@@ -176,25 +172,10 @@ fn componentize(
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")
         .env("PIPENV_ACTIVE", "");
-    let spawn_error = |err: std::io::Error| GuestBuildError::ToolMissing {
+    let (status, stderr) = tool::run_streaming(&mut command, echo, |err| GuestBuildError::ToolMissing {
         tool: program.display().to_string(),
         hint: format!("it could not be run ({err}); delete the folder to reinstall it"),
-    };
-    let mut child = command.spawn().map_err(spawn_error)?;
-    let mut stderr = String::new();
-    if let Some(pipe) = child.stderr.take() {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-            let text = String::from_utf8_lossy(&line);
-            if echo {
-                let _ = std::io::stderr().write_all(text.as_bytes());
-            }
-            stderr.push_str(&text);
-            line.clear();
-        }
-    }
-    let status = child.wait().map_err(spawn_error)?;
+    })?;
     if status.success() && output.is_file() {
         return Ok(());
     }
