@@ -14,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-fn repo() -> PathBuf {
-    agl_guest_build::repo_root()
-}
+mod agents;
+use agents::{read_results, repo, text};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agl-c-agent-{name}"));
@@ -63,49 +62,12 @@ fn c_agent(test: &str) -> Option<&'static Path> {
 }
 
 fn agl_host(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .env("AGL_CACHE_DIR", repo().join("target").join("agl-cache-tests"))
-        .args(args.iter().map(|a| a.as_ref()))
-        .output()
-        .expect("agl-host runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn read_results(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).expect("results file written");
-    serde_json::from_str(&text).expect("results are JSON")
+    agents::agl_host(args.iter().map(|a| a.as_ref()))
 }
 
 /// The README's APO demo (examples/math-agent/apo) with `agent`; returns the results.
 fn apo_run(agent: &Path, out: &Path) -> Value {
-    let math = repo().join("examples/math-agent");
-    let output = agl_host(&[
-        &"run",
-        &"--agent",
-        &agent,
-        &"--algo",
-        &"apo",
-        &"--train",
-        &math.join("data/train.jsonl"),
-        &"--val",
-        &math.join("data/val.jsonl"),
-        &"--resources",
-        &math.join("apo/seed-resources.json"),
-        &"--llm-script",
-        &math.join("apo/rules.json"),
-        &"--algo-config",
-        &math.join("apo/config.json"),
-        &"--output",
-        &out,
-    ]);
+    let output = agents::agl_host(agents::apo_args(agent, out));
     assert!(output.status.success(), "{}", text(&output));
     read_results(out)
 }

@@ -6,68 +6,16 @@
 //! one function, in order), then loaded from the cache. Needs Node 18+ and npm (and the npm
 //! registry for the first toolchain install).
 
-use serde_json::Value;
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
-fn repo() -> PathBuf {
-    agl_guest_build::repo_root()
-}
+mod agents;
+use agents::*;
 
 /// A fresh scratch folder under the build's `target/tmp`.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agl-js-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// `agl-host` with the shared test cache (toolchains, built and compiled components).
-fn agl_host<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .env("AGL_CACHE_DIR", repo().join("target").join("agl-cache-tests"))
-        .args(args)
-        .output()
-        .expect("agl-host runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn read_results(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).expect("results file written");
-    serde_json::from_str(&text).expect("results are JSON")
-}
-
-/// The arguments of `agl-host run` of `agent` under APO on the math agent's data and APO world
-/// (seed 42, the README's command), results into `out`.
-fn apo_args(agent: &Path, out: &Path) -> Vec<OsString> {
-    let math = repo().join("examples/math-agent");
-    let mut args: Vec<OsString> = vec!["run".into(), "--agent".into(), agent.into()];
-    for (flag, file) in [
-        ("--algo", "apo"),
-        ("--train", "data/train.jsonl"),
-        ("--val", "data/val.jsonl"),
-        ("--resources", "apo/seed-resources.json"),
-        ("--llm-script", "apo/rules.json"),
-        ("--algo-config", "apo/config.json"),
-    ] {
-        args.push(flag.into());
-        args.push(if flag == "--algo" {
-            file.into()
-        } else {
-            math.join(file).into()
-        });
-    }
-    args.extend(["--output".into(), out.into()]);
-    args
+    scratch("agl-js", name)
 }
 
 #[test]

@@ -6,94 +6,16 @@
 //! that raises). Each folder is built and compiled once, then loaded from the cache. Needs
 //! python3 >= 3.9 with venv (and PyPI for the first toolchain and dependency installs).
 
-use serde_json::Value;
-use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::process::Command;
 
-fn repo() -> PathBuf {
-    agl_guest_build::repo_root()
-}
-
-/// The cache every test shares: toolchains, built and compiled components.
-fn cache_dir() -> PathBuf {
-    repo().join("target").join("agl-cache-tests")
-}
+mod agents;
+use agents::*;
 
 /// A fresh scratch folder under the build's `target/tmp`.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agl-py-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// `agl-host ARGS` with the shared test cache.
-fn agl_host<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .env("AGL_CACHE_DIR", cache_dir())
-        .env_remove("AGL_PYTHON")
-        .args(args)
-        .output()
-        .expect("agl-host runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn read_results(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).expect("results file written");
-    serde_json::from_str(&text).expect("results are JSON")
-}
-
-/// `flag file` pairs, each file under `base`, appended to `args`.
-fn with_files(mut args: Vec<OsString>, base: &Path, files: &[(&str, &str)]) -> Vec<OsString> {
-    for (flag, file) in files {
-        args.push((*flag).into());
-        args.push(base.join(file).into());
-    }
-    args
-}
-
-/// `agl-host run` of `agent` under APO on the math agent's data, seed resources, rules and config
-/// (the README's command), results into `out`.
-fn apo_args(agent: &Path, out: &Path) -> Vec<OsString> {
-    let args = vec![
-        "run".into(),
-        "--agent".into(),
-        agent.into(),
-        "--algo".into(),
-        "apo".into(),
-    ];
-    let mut args = with_files(
-        args,
-        &repo().join("examples/math-agent"),
-        &[
-            ("--train", "data/train.jsonl"),
-            ("--val", "data/val.jsonl"),
-            ("--resources", "apo/seed-resources.json"),
-            ("--llm-script", "apo/rules.json"),
-            ("--algo-config", "apo/config.json"),
-        ],
-    );
-    args.extend(["--output".into(), out.into()]);
-    args
-}
-
-/// The failure reasons of a results file.
-fn reasons(results: &Value) -> Vec<String> {
-    results["failures"]
-        .as_array()
-        .expect("failures")
-        .iter()
-        .map(|f| f["reason"].as_str().expect("reason").to_owned())
-        .collect()
+    scratch("agl-py", name)
 }
 
 #[test]

@@ -1,0 +1,96 @@
+//! What the end-to-end tests of agents in other languages (`python_agents.rs`, `js_agents.rs`,
+//! `c_agent.rs`) share: the repository, the test cache every `agl-host` they run shares
+//! (toolchains, built and compiled components), scratch folders, the README's APO command, and
+//! reading what a run printed and wrote. Included with `mod agents;`; each test binary uses part.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    agl_guest_build::repo_root()
+}
+
+/// The cache every test shares: toolchains, built and compiled components.
+pub fn cache_dir() -> PathBuf {
+    repo().join("target").join("agl-cache-tests")
+}
+
+/// A fresh scratch folder `<prefix>-<name>` under the build's `target/tmp`.
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// `agl-host ARGS` with the shared test cache (and the default python3).
+pub fn agl_host<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env("AGL_CACHE_DIR", cache_dir())
+        .env_remove("AGL_PYTHON")
+        .args(args)
+        .output()
+        .expect("agl-host runs")
+}
+
+/// What a command printed, for an assertion's message.
+pub fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+pub fn read_results(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("results file written");
+    serde_json::from_str(&text).expect("results are JSON")
+}
+
+/// The arguments of `agl-host run` of `agent` under APO on the math agent's data, seed
+/// resources, rules and config (the README's command, seed 42), results into `out`.
+pub fn apo_args(agent: &Path, out: &Path) -> Vec<OsString> {
+    let math = repo().join("examples/math-agent");
+    let mut args: Vec<OsString> = vec![
+        "run".into(),
+        "--agent".into(),
+        agent.into(),
+        "--algo".into(),
+        "apo".into(),
+    ];
+    for (flag, file) in [
+        ("--train", "data/train.jsonl"),
+        ("--val", "data/val.jsonl"),
+        ("--resources", "apo/seed-resources.json"),
+        ("--llm-script", "apo/rules.json"),
+        ("--algo-config", "apo/config.json"),
+    ] {
+        args.push(flag.into());
+        args.push(math.join(file).into());
+    }
+    args.extend(["--output".into(), out.into()]);
+    args
+}
+
+/// The failure reasons of a results file.
+pub fn reasons(results: &Value) -> Vec<String> {
+    results["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| f["reason"].as_str().expect("reason").to_owned())
+        .collect()
+}
+
+/// `flag file` pairs, each file under `base`, appended to `args`.
+pub fn with_files(mut args: Vec<OsString>, base: &Path, files: &[(&str, &str)]) -> Vec<OsString> {
+    for (flag, file) in files {
+        args.push((*flag).into());
+        args.push(base.join(file).into());
+    }
+    args
+}
