@@ -114,26 +114,7 @@ const HOSTILE: &[&str] = &[
 #[test]
 fn hostile_js_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_serving() {
     let dir = temp_dir("hostile");
-    let train = dir.join("train.jsonl");
-    std::fs::write(&train, HOSTILE.join("\n") + "\n").expect("tasks");
-    let out = dir.join("results.json");
-    let probe = repo().join("tests/guests/probe-js");
-    let rules = repo().join("examples/math-agent/rules.json");
-    let run = agl_host([
-        OsStr::new("dev"),
-        OsStr::new("--agent"),
-        probe.as_os_str(),
-        OsStr::new("--train"),
-        train.as_os_str(),
-        OsStr::new("--llm-script"),
-        rules.as_os_str(),
-        OsStr::new("--agent-timeout"),
-        OsStr::new("3s"),
-        OsStr::new("--output"),
-        out.as_os_str(),
-    ]);
-    assert!(run.status.success(), "{}", text(&run));
-    let results = read_results(&out);
+    let results = dev_on_tasks(&repo().join("tests/guests/probe-js"), HOSTILE, &dir);
     let train = &results["splits"]["train"];
     // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, throw_value, open_socket.
     // Succeeded: the four denied "may it?" (0), stdout_flood (1), noop (1), reward (0.5).
@@ -143,12 +124,7 @@ fn hostile_js_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_servin
         "{results:#}"
     );
     assert_eq!(train["mean_reward_succeeded"].as_f64(), Some(2.5 / 6.0), "{results:#}");
-    let reasons: Vec<String> = results["failures"]
-        .as_array()
-        .expect("failures")
-        .iter()
-        .map(|f| f["reason"].as_str().expect("reason").to_owned())
-        .collect();
+    let reasons = reasons(&results);
     let has = |needle: &str| reasons.iter().any(|r| r.contains(needle));
     for expected in [
         "deadline of 3s exceeded",

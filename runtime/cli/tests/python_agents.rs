@@ -163,26 +163,7 @@ const HOSTILE: &[&str] = &[
 #[test]
 fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_serving() {
     let dir = temp_dir("hostile");
-    let train = dir.join("train.jsonl");
-    std::fs::write(&train, HOSTILE.join("\n") + "\n").expect("tasks");
-    let out = dir.join("results.json");
-    let probe = repo().join("tests/guests/probe-py");
-    let rules = repo().join("examples/math-agent/rules.json");
-    let run = agl_host([
-        OsStr::new("dev"),
-        OsStr::new("--agent"),
-        probe.as_os_str(),
-        OsStr::new("--train"),
-        train.as_os_str(),
-        OsStr::new("--llm-script"),
-        rules.as_os_str(),
-        OsStr::new("--agent-timeout"),
-        OsStr::new("3s"),
-        OsStr::new("--output"),
-        out.as_os_str(),
-    ]);
-    assert!(run.status.success(), "{}", text(&run));
-    let results = read_results(&out);
+    let results = dev_on_tasks(&repo().join("tests/guests/probe-py"), HOSTILE, &dir);
     let train = &results["splits"]["train"];
     // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, no_such_action, the refused
     // model. Succeeded: the four denied "may it?" (0), stdout_flood (1), noop (1), reward (0.5),

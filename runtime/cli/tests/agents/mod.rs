@@ -94,3 +94,27 @@ pub fn with_files(mut args: Vec<OsString>, base: &Path, files: &[(&str, &str)]) 
     }
     args
 }
+
+/// `agl-host dev` of the agent folder `agent` on `tasks` (one JSON task each) with the math
+/// agent's scripted LLM and a 3 s deadline, in `dir`: the run must complete; returns its results.
+pub fn dev_on_tasks(agent: &Path, tasks: &[&str], dir: &Path) -> Value {
+    let train = dir.join("train.jsonl");
+    std::fs::write(&train, tasks.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let rules = repo().join("examples/math-agent/rules.json");
+    let run = agl_host([
+        OsStr::new("dev"),
+        OsStr::new("--agent"),
+        agent.as_os_str(),
+        OsStr::new("--train"),
+        train.as_os_str(),
+        OsStr::new("--llm-script"),
+        rules.as_os_str(),
+        OsStr::new("--agent-timeout"),
+        OsStr::new("3s"),
+        OsStr::new("--output"),
+        out.as_os_str(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run));
+    read_results(&out)
+}
