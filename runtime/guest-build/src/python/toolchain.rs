@@ -90,18 +90,7 @@ pub(crate) fn ensure(cache_dir: &Path) -> Result<Toolchain, GuestBuildError> {
         ),
     )?;
     tool::run_install(
-        clean(
-            Command::new(toolchain.python())
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                    "--quiet",
-                ])
-                .arg(format!("componentize-py=={COMPONENTIZE_PY_VERSION}")),
-        ),
+        clean(pip_install(&toolchain).arg(format!("componentize-py=={COMPONENTIZE_PY_VERSION}"))),
         &format!(
             "componentize-py {COMPONENTIZE_PY_VERSION} (pip, into {})",
             venv.display()
@@ -189,17 +178,8 @@ pub(crate) fn ensure_site(
     }
     tool::run_install(
         clean(
-            Command::new(toolchain.python())
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                    "--quiet",
-                    "--no-compile",
-                    "--target",
-                ])
+            pip_install(toolchain)
+                .args(["--no-compile", "--target"])
                 .arg(&site)
                 .args(dependencies),
         ),
@@ -261,6 +241,20 @@ fn is_native(path: &Path) -> bool {
 }
 
 /// `command` without the variables that would point Python at other packages.
+/// `pip install`, quiet and non-interactive, with the toolchain's own Python.
+fn pip_install(toolchain: &Toolchain) -> Command {
+    let mut command = Command::new(toolchain.python());
+    command.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+    ]);
+    command
+}
+
 fn clean(command: &mut Command) -> &mut Command {
     command
         .env_remove("PYTHONPATH")
