@@ -4,7 +4,9 @@
 //! (`tests/guests/probe-js`, componentize-js), the baseline plugin enqueueing every task, the
 //! scripted LLM backend, the in-memory store; 1 and 2 runners. The figure is the binary's own
 //! `rollouts_per_second` (rollouts finished / time from the first enqueue to the end; component
-//! loading excluded), median of the repetitions.
+//! loading excluded), median of the repetitions. Beside the Python probe, the ceiling of a Python
+//! agent: `tests/guests/noop-py-bindings`, a componentize-py component with no SDK whose rollout
+//! returns at once.
 //!
 //! The anchor, in the same run: Agent-lightning 0.3.0's own unsandboxed Python runner with a
 //! trivial agent (`agl_python_runner.py`, in the venv the Python client tests make under
@@ -35,6 +37,11 @@ const AGENTS: &[Agent] = &[
     Agent {
         language: "Python",
         folder: "tests/guests/probe-py",
+        tasks: 3_000,
+    },
+    Agent {
+        language: "Python, no SDK (the ceiling)",
+        folder: "tests/guests/noop-py-bindings",
         tasks: 3_000,
     },
     Agent {

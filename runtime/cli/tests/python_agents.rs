@@ -1,7 +1,8 @@
 //! End-to-end for Python agents: the real `agl-host` binary building Python guest folders with
 //! componentize-py (installed into the shared test cache on first use) and running them — the
 //! math agent in Python under APO against the Rust one, pooled with 8 runners, `agl-host build -o`;
-//! the example with a PyPI dependency; the Python probe's hostile actions in one run; and the
+//! the example with a PyPI dependency; the Python probe's hostile actions in one run; a module
+//! built without the SDK (`[tool.agl] sdk = false`); and the
 //! errors a Python author meets (a syntax error, a native dependency, no usable python3, a rollout
 //! that raises). Each folder is built and compiled once, then loaded from the cache. Needs
 //! python3 >= 3.9 with venv (and PyPI for the first toolchain and dependency installs).
@@ -199,6 +200,20 @@ fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_se
         "the host bounds a huge error: {} bytes",
         huge.len()
     );
+}
+
+#[test]
+fn a_python_module_without_the_sdk_builds_against_the_bindings_and_runs() {
+    // `[tool.agl] sdk = false`: the module defines componentize-py's WitWorld itself.
+    let dir = temp_dir("bindings");
+    let results = dev_on_tasks(
+        &repo().join("tests/guests/noop-py-bindings"),
+        &[r#"{"any": "task"}"#, "[1, 2]"],
+        &dir,
+    );
+    let train = &results["splits"]["train"];
+    assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
+    assert_eq!(train["mean_reward_succeeded"].as_f64(), Some(1.0), "{results:#}");
 }
 
 #[test]

@@ -37,6 +37,7 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
             project.dependencies.join("\n").as_bytes(),
             project.world.as_bytes(),
             project.module.as_bytes(),
+            if project.sdk { b"sdk" } else { b"bindings only" },
             COMPONENTIZE_PY_VERSION.as_bytes(),
         ],
     )?;
@@ -58,7 +59,7 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
     // The path componentize-py searches, in order: the entry module, the SDK, the guest's own
     // folder, its dependencies.
     let mut path = Vec::new();
-    let app = if project.world == pyproject::DEFAULT_WORLD {
+    let app = if project.world == pyproject::DEFAULT_WORLD && project.sdk {
         path.push(sdk::write_entry(cache_dir, &project.module)?);
         sdk::ENTRY_MODULE.to_owned()
     } else {

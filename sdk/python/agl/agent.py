@@ -81,7 +81,7 @@ def _name(function: Callable[..., Any]) -> str:
     return f"{module}.{getattr(function, '__qualname__', repr(function))}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs pages (see run_attempt)
 class Outcome:
     """How an attempt ended: ``error`` is the failure reason, else ``reward`` the final reward."""
 
@@ -91,7 +91,13 @@ class Outcome:
 
 def run_attempt(function: Callable[..., Any], host: Host, context: RolloutContext, task_json: str) -> Outcome:
     """Runs ``function`` on one attempt and never raises: every exception becomes a failed
-    :class:`Outcome` whose reason is the exception's message (its traceback logged first)."""
+    :class:`Outcome` whose reason is the exception's message (its traceback logged first).
+
+    Kept lean: a component runs each attempt in a fresh instance, where every Python object the
+    path builds or touches (its refcount written, its type looked up) dirties a page of the
+    snapshot heap, and page faults are most of a trivial rollout's cost. So the task is parsed
+    by the JSON scanner directly, and the outcome and contexts are plain objects.
+    """
     try:
         task = parse_task(function, task_json)
         result = function(task, Ctx(host, context))
@@ -130,7 +136,7 @@ def parse_task(function: Callable[..., Any], task_json: str) -> Any:
     """The rollout's input for ``function``: JSON-parsed, and built into the dataclass its first
     parameter is annotated with, if any."""
     try:
-        value = json.loads(task_json)
+        value = _loads(task_json)
     except ValueError as err:
         raise TaskError(f"task is not JSON: {err}") from None
     task_type = _task_type(function)
@@ -147,6 +153,21 @@ def parse_task(function: Callable[..., Any], task_json: str) -> Any:
     if missing:
         raise TaskError(f"task does not match {task_type.__name__}: missing field(s) {', '.join(missing)}")
     return task_type(**{name: v for name, v in value.items() if name in fields})
+
+
+_scan_json = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, by the decoder's scanner straight away when ``text`` is one JSON value
+    with no surrounding whitespace (what the host sends): ``json.loads`` first matches a regular
+    expression, and in a fresh instance every object a rollout touches costs a page of memory.
+    Anything else goes through ``json.loads``, which gives its usual result or error."""
+    try:
+        value, end = _scan_json(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 @functools.lru_cache(maxsize=None)

@@ -63,8 +63,15 @@ class Ctx:
     def __init__(self, host: Host, context: RolloutContext) -> None:
         self._host = host
         self._context = context
-        #: The host's LLM: ``ctx.llm.ask(prompt)``, ``ctx.llm.chat(messages, tools=...)``.
-        self.llm = Llm(host)
+        self._llm: Optional[Llm] = None
+
+    @property
+    def llm(self) -> Llm:
+        """The host's LLM: ``ctx.llm.ask(prompt)``, ``ctx.llm.chat(messages, tools=...)``. Made on
+        first use, so that a rollout which never asks pays nothing for it."""
+        if self._llm is None:
+            self._llm = Llm(self._host)
+        return self._llm
 
     # --- who is running -------------------------------------------------------------------
 
@@ -86,7 +93,10 @@ class Ctx:
     @property
     def mode(self) -> Optional[Mode]:
         """The split of the rollout (train, val, test), when the algorithm set one."""
-        return self._context.mode
+        mode = self._context.mode
+        # By name: the context is a RolloutContext, or in a component the WIT's own record, whose
+        # mode is the bindings' enum with the same names.
+        return None if mode is None else Mode[mode.name]
 
     @property
     def resources_id(self) -> Optional[str]:

@@ -6,9 +6,12 @@ Run from sdk/python: python3 -m unittest
 from __future__ import annotations
 
 import dataclasses
+import enum
+import json
 import sys
 import types
 import unittest
+from typing import Callable
 
 import agl
 from agl import agent
@@ -98,6 +101,34 @@ class RolloutTests(unittest.TestCase):
 
         run(who, {}, attempt_number=2, mode=Mode.VAL, resources_id="rs-1")
         self.assertEqual(seen, {"r": "ro-local", "a": "at-local-2", "n": 2, "m": Mode.VAL, "v": "rs-1"})
+
+    def test_a_bindings_record_is_a_context_and_its_mode_is_read_by_name(self) -> None:
+        # In a component the WIT's rollout-context record is handed over as it is: same field
+        # names, and a mode from the bindings' own enum (integer values), mapped by name.
+        class WitMode(enum.Enum):
+            TRAIN = 0
+            VAL = 1
+
+        record = types.SimpleNamespace(
+            rollout_id="ro-1", attempt_id="at-1", attempt_number=1, mode=WitMode.VAL, resources_id=None
+        )
+        ctx = agl.Ctx(LocalHost(), record)
+        self.assertIs(ctx.mode, Mode.VAL)
+        self.assertIsNone(agl.Ctx(LocalHost(), types.SimpleNamespace(mode=None)).mode)
+
+    def test_tasks_parse_as_json_loads_does(self) -> None:
+        for text in ['{"a": [1, 2.5, null]}', ' {"a": 1}\n', '"x"', "3", "[]", "NaN"]:
+            self.assertEqual(repr(agent._loads(text)), repr(json.loads(text)), text)
+        for text in ['{"a": 1} x', "", "{", " "]:
+
+            def error(loads: Callable[[str], object]) -> str:
+                try:
+                    loads(text)
+                except ValueError as err:
+                    return f"{type(err).__name__}: {err}"
+                return "no error"
+
+            self.assertEqual(error(agent._loads), error(json.loads), text)
 
     def test_register_once(self) -> None:
         saved = agent._registered

@@ -1,8 +1,9 @@
 //! What a Python guest folder says about itself: from `pyproject.toml`, when it has one, the
 //! project's name, its `[project] dependencies`, and agl-host's own `[tool.agl]` keys (`module`,
-//! the entry module, `app` by default; `world`, `agent` by default). A small reader for those keys
-//! (strings and arrays of strings, comments, multi-line arrays), not a TOML parser: anything else
-//! in the file is skipped.
+//! the entry module, `app` by default; `world`, `agent` by default; `sdk`, whether the agl SDK
+//! wraps the module, `true` by default). A small reader for those keys (strings, booleans and
+//! arrays of strings, comments, multi-line arrays), not a TOML parser: anything else in the file
+//! is skipped.
 
 use std::fmt;
 
@@ -22,6 +23,10 @@ pub(crate) struct Project {
     pub module: String,
     /// `[tool.agl] world`: the WIT world to build for.
     pub world: String,
+    /// `[tool.agl] sdk`: whether an agent's module is wrapped by the agl SDK (its `@agl.rollout`
+    /// function exported); `false` builds the module as it is, written against componentize-py's
+    /// own bindings (it defines `WitWorld`).
+    pub sdk: bool,
 }
 
 impl Default for Project {
@@ -31,6 +36,7 @@ impl Default for Project {
             dependencies: Vec::new(),
             module: DEFAULT_MODULE.to_owned(),
             world: DEFAULT_WORLD.to_owned(),
+            sdk: true,
         }
     }
 }
@@ -53,6 +59,7 @@ impl fmt::Display for PyprojectError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Value {
     Str(String),
+    Bool(bool),
     Array(Vec<String>),
 }
 
@@ -84,7 +91,7 @@ pub(crate) fn parse(text: &str) -> Result<Project, PyprojectError> {
         let key = key.trim().trim_matches('"');
         let wanted = matches!(
             (table.as_str(), key),
-            ("project", "name" | "dependencies") | ("tool.agl", "module" | "world")
+            ("project", "name" | "dependencies") | ("tool.agl", "module" | "world" | "sdk")
         );
         if !wanted {
             continue;
@@ -119,7 +126,9 @@ pub(crate) fn parse(text: &str) -> Result<Project, PyprojectError> {
                 project.module = module;
             }
             ("tool.agl", "world", Value::Str(world)) => project.world = world,
+            ("tool.agl", "sdk", Value::Bool(sdk)) => project.sdk = sdk,
             (_, "dependencies", _) => return Err(mismatch("an array of strings")),
+            (_, "sdk", _) => return Err(mismatch("true or false")),
             _ => return Err(mismatch("a string")),
         }
     }
@@ -179,7 +188,7 @@ fn array_closed(source: &str) -> bool {
     depth <= 0
 }
 
-/// Reads a string or an array of strings, and nothing but a comment after it.
+/// Reads a string, a boolean or an array of strings, and nothing but a comment after it.
 fn read_value(source: &str) -> Result<Value, String> {
     let mut chars = source.chars().peekable();
     skip_blank(&mut chars);
@@ -209,7 +218,23 @@ fn read_value(source: &str) -> Result<Value, String> {
             }
             Value::Array(items)
         }
-        Some(other) => return Err(format!("expected a string or an array of strings, found `{other}`")),
+        Some('t' | 'f') => {
+            let word: String = std::iter::from_fn(|| chars.next_if(|c| c.is_ascii_alphanumeric())).collect();
+            match word.as_str() {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => {
+                    return Err(format!(
+                        "expected a string, a boolean or an array of strings, found `{word}`"
+                    ));
+                }
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                "expected a string, a boolean or an array of strings, found `{other}`"
+            ));
+        }
         None => return Err("no value".to_owned()),
     };
     skip_blank(&mut chars);
@@ -285,6 +310,7 @@ dependencies = [
 [tool.agl]
 module = "agents.main"
 world = "agent"
+sdk = false  # bindings only
 "#;
         let project = parse(text).unwrap();
         assert_eq!(project.name.as_deref(), Some("parse-agent"));
@@ -294,6 +320,7 @@ world = "agent"
         );
         assert_eq!(project.module, "agents.main");
         assert_eq!(project.world, "agent");
+        assert!(!project.sdk);
     }
 
     #[test]
@@ -303,6 +330,7 @@ world = "agent"
         assert_eq!(project.module, DEFAULT_MODULE);
         assert_eq!(project.world, DEFAULT_WORLD);
         assert!(project.dependencies.is_empty());
+        assert!(project.sdk);
         assert_eq!(parse("[tool.agl]\nworld = \"algorithm\"").unwrap().world, "algorithm");
     }
 
@@ -320,6 +348,14 @@ world = "agent"
         assert!(err.message.contains("is not a Python module name"), "{err}");
         let err = parse("[tool.agl]\nworld = [\"agent\"]\n").unwrap_err();
         assert_eq!(err.to_string(), "line 2: [tool.agl] world must be a string");
+        let err = parse("[tool.agl]\nsdk = \"no\"\n").unwrap_err();
+        assert_eq!(err.to_string(), "line 2: [tool.agl] sdk must be true or false");
+        let err = parse("[tool.agl]\nworld = true\n").unwrap_err();
+        assert_eq!(err.to_string(), "line 2: [tool.agl] world must be a string");
+        let err = parse("[tool.agl]\nsdk = yes\n").unwrap_err();
+        assert!(err.message.contains("found `y`"), "{err}");
+        let err = parse("[tool.agl]\nsdk = truely\n").unwrap_err();
+        assert!(err.message.contains("found `truely`"), "{err}");
         let err = parse("[project]\ndependencies = [\"a\"\n").unwrap_err();
         assert!(err.message.contains("never closed"), "{err}");
     }
