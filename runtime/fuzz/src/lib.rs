@@ -42,7 +42,7 @@ pub fn memory_store_with_clock() -> (Arc<InMemoryLightningStore>, ManualClock) {
 
 /// Fails the run when the store's internal invariants no longer hold.
 pub fn assert_invariants(store: &InMemoryLightningStore) {
-    if let Err(broken) = store.check_invariants() {
+    if let Err(broken) = store.check_state_invariants() {
         panic!("store invariants broken: {broken}");
     }
 }

@@ -695,7 +695,7 @@ async fn concurrent_runners_each_get_distinct_rollouts() {
         (stats["total_rollouts"].clone(), stats["total_spans"].clone()),
         (json!(120), json!(120))
     );
-    server.store.check_invariants().expect("store invariants hold");
+    server.store.check_state_invariants().expect("store invariants hold");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,10 +2,12 @@
 //!
 //! This crate owns four things and nothing else (it knows nothing of wasm or HTTP):
 //! - [`model`]: the data model, serde-identical to Agent-lightning 0.3.0's wire shapes;
-//! - [`LightningStore`]: the async store API, and [`rules`]: the status machine every backend shares;
+//! - [`LightningStore`]: the async store API; [`rules`]: the status decisions; [`transitions`]:
+//!   every change a call makes, written once over the [`Storage`] primitives each backend provides;
 //! - [`InMemoryLightningStore`]: the in-memory backend with its watchdog and event-driven waits;
 //! - [`semconv`]: the span contract (names and attribute keys) every crate writes and reads.
 
+pub mod backend;
 pub mod clock;
 pub mod error;
 pub mod memory;
@@ -13,12 +15,16 @@ pub mod model;
 pub mod query_exec;
 pub mod rules;
 pub mod semconv;
+pub mod storage;
 pub mod store;
 pub mod text;
+pub mod transitions;
 
+pub use backend::{StoreBackend, StoreOptions, check_through_api};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{StoreError, StoreResult};
 pub use memory::{InMemoryLightningStore, InMemoryOptions};
 pub use model::*;
+pub use storage::{Storage, StorageCounts};
 pub use store::{AttemptRef, LightningStore};
 pub use text::clip;

@@ -68,7 +68,7 @@ pub(super) fn check(state: &State) -> Result<(), String> {
         attempts += entry.attempts.len() as u64;
         spans += entry.spans.len() as u64;
     }
-    let [_, total_attempts, total_spans, _, _] = state.counts();
+    let [_, total_attempts, total_spans, _, _] = state.totals();
     if (attempts, spans) != (total_attempts, total_spans) {
         return Err(format!(
             "counters ({total_attempts}, {total_spans}) != stored ({attempts}, {spans})"

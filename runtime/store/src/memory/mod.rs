@@ -1,7 +1,8 @@
 //! `InMemoryLightningStore`: the whole store in one process's memory.
 //!
-//! One short-held lock guards the state (never held across `.await`); enqueue/dequeue are O(1)
-//! on a FIFO of slots; spans are indexed per rollout. The watchdog runs before every call (an
+//! One short-held lock guards the state (never held across `.await`); every change is one of
+//! [`crate::transitions`] run over the state's [`crate::Storage`] primitives; enqueue/dequeue are
+//! O(1) on a FIFO of slots; spans are indexed per rollout. The watchdog runs before every call (an
 //! O(1) peek when nothing is due) and on a background tick, so a timeout lands without waiting
 //! for traffic. `wait_for_rollouts` sleeps until the last awaited rollout finishes.
 
@@ -9,10 +10,12 @@ mod state;
 mod waiters;
 mod watchdog;
 
-use crate::clock::{Clock, SystemClock};
+use crate::backend::{StoreBackend, StoreOptions};
+use crate::clock::Clock;
 use crate::error::StoreResult;
 use crate::model::*;
 use crate::store::{AttemptRef, LightningStore};
+use crate::transitions;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use state::State;
@@ -20,23 +23,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use waiters::Waiter;
 
-/// How an in-memory store is built.
-#[derive(Clone)]
-pub struct InMemoryOptions {
-    /// Period of the background watchdog tick; `None` leaves only the check before each call.
-    /// The tick needs a Tokio runtime when the store is created.
-    pub watchdog_interval: Option<Duration>,
-    pub clock: Arc<dyn Clock>,
-}
-
-impl Default for InMemoryOptions {
-    fn default() -> Self {
-        Self {
-            watchdog_interval: Some(Duration::from_millis(250)),
-            clock: Arc::new(SystemClock),
-        }
-    }
-}
+/// How an in-memory store is built (the options every backend takes).
+pub type InMemoryOptions = StoreOptions;
 
 struct Inner {
     state: Mutex<State>,
@@ -49,10 +37,15 @@ impl Inner {
     fn lock_checked(&self) -> (parking_lot::MutexGuard<'_, State>, f64) {
         let now = self.clock.now();
         let mut state = self.state.lock();
-        if state.watchdog_has_due(now) {
-            state.run_watchdog(now);
-        }
+        // Infallible in memory: the state's storage primitives never fail.
+        let _ = transitions::run_watchdog_if_due(&mut *state, now);
         (state, now)
+    }
+
+    /// Runs one transition under the lock, at the clock's now.
+    fn apply<T>(&self, transition: impl FnOnce(&mut State, f64) -> StoreResult<T>) -> StoreResult<T> {
+        let now = self.clock.now();
+        transition(&mut self.state.lock(), now)
     }
 }
 
@@ -90,8 +83,7 @@ impl InMemoryLightningStore {
 
     /// Runs the watchdog now; returns how many attempts it changed.
     pub fn run_watchdog(&self) -> usize {
-        let now = self.inner.clock.now();
-        self.inner.state.lock().run_watchdog(now)
+        self.inner.apply(transitions::run_watchdog).unwrap_or(0)
     }
 
     /// How many rollout slots the queue holds (stale ones included); for tests and diagnostics.
@@ -99,9 +91,9 @@ impl InMemoryLightningStore {
         self.inner.state.lock().queue.len()
     }
 
-    /// Checks the store's structural invariants; returns the first violation found.
-    /// Cost is linear in the store's size: meant for tests and debugging.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    /// Checks the state's structural invariants (its queue, indexes and counters included);
+    /// returns the first violation found. Linear in the store's size: for tests and debugging.
+    pub fn check_state_invariants(&self) -> Result<(), String> {
         invariants::check(&self.inner.state.lock())
     }
 }
@@ -112,8 +104,7 @@ async fn watchdog_tick(inner: Weak<Inner>, period: Duration) {
     loop {
         interval.tick().await;
         let Some(inner) = inner.upgrade() else { break };
-        let now = inner.clock.now();
-        inner.state.lock().run_watchdog(now);
+        let _ = inner.apply(transitions::run_watchdog);
     }
 }
 
@@ -133,28 +124,28 @@ impl Drop for WaitRegistration<'_> {
 #[async_trait]
 impl LightningStore for InMemoryLightningStore {
     async fn start_rollout(&self, request: StartRolloutRequest) -> StoreResult<AttemptedRollout> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.start_rollout(request, now)
+        self.inner
+            .apply(|state, now| transitions::start_rollout(state, request, now))
     }
 
     async fn enqueue_rollouts(&self, requests: Vec<EnqueueRolloutRequest>) -> StoreResult<Vec<Rollout>> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.enqueue(requests, now)
+        self.inner
+            .apply(|state, now| transitions::enqueue(state, requests, now))
     }
 
     async fn dequeue_rollouts(&self, limit: usize, worker_id: Option<&str>) -> StoreResult<Vec<AttemptedRollout>> {
-        let (mut state, now) = self.inner.lock_checked();
-        Ok(state.dequeue(limit, worker_id, now))
+        self.inner
+            .apply(|state, now| transitions::dequeue(state, limit, worker_id, now))
     }
 
     async fn start_attempt(&self, rollout_id: &str, worker_id: Option<&str>) -> StoreResult<AttemptedRollout> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.start_attempt(rollout_id, worker_id, now)
+        self.inner
+            .apply(|state, now| transitions::start_attempt(state, rollout_id, worker_id, now))
     }
 
     async fn update_rollout(&self, rollout_id: &str, update: RolloutUpdate) -> StoreResult<Rollout> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.update_rollout(rollout_id, update, now)
+        self.inner
+            .apply(|state, now| transitions::update_rollout(state, rollout_id, update, now))
     }
 
     async fn update_attempt(
@@ -163,8 +154,8 @@ impl LightningStore for InMemoryLightningStore {
         attempt: AttemptRef<'_>,
         update: AttemptUpdate,
     ) -> StoreResult<Attempt> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.update_attempt(rollout_id, attempt, update, now)
+        self.inner
+            .apply(|state, now| transitions::update_attempt(state, rollout_id, attempt, update, now))
     }
 
     async fn query_rollouts(&self, query: &RolloutQuery) -> StoreResult<Paginated<RolloutView>> {
@@ -192,31 +183,26 @@ impl LightningStore for InMemoryLightningStore {
     }
 
     async fn get_latest_attempt(&self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
-        Ok(self.inner.lock_checked().0.latest_attempt(rollout_id))
-    }
-
-    async fn add_span(&self, span: Span) -> StoreResult<Option<Arc<Span>>> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.add_span(span, now)
+        Ok(self.inner.lock_checked().0.latest_attempt_of(rollout_id))
     }
 
     async fn add_spans(&self, spans: Vec<Span>) -> StoreResult<Vec<Arc<Span>>> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.add_spans(spans, now)
+        self.inner.apply(|state, now| transitions::add_spans(state, spans, now))
     }
 
     async fn get_next_span_sequence_ids(&self, pairs: &[(&str, &str)]) -> StoreResult<Vec<u64>> {
-        self.inner.lock_checked().0.next_span_sequence_ids(pairs)
+        self.inner
+            .apply(|state, now| transitions::next_span_sequence_ids(state, pairs, now))
     }
 
     async fn add_resources(&self, resources: NamedResources) -> StoreResult<ResourcesUpdate> {
-        let (mut state, now) = self.inner.lock_checked();
-        Ok(state.add_resources(resources, now))
+        self.inner
+            .apply(|state, now| transitions::add_resources(state, resources, now))
     }
 
     async fn update_resources(&self, resources_id: &str, resources: NamedResources) -> StoreResult<ResourcesUpdate> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.update_resources(resources_id, resources, now)
+        self.inner
+            .apply(|state, now| transitions::update_resources(state, resources_id, resources, now))
     }
 
     async fn get_latest_resources(&self) -> StoreResult<Option<ResourcesUpdate>> {
@@ -228,8 +214,8 @@ impl LightningStore for InMemoryLightningStore {
     }
 
     async fn update_worker(&self, worker_id: &str, update: WorkerUpdate) -> StoreResult<Worker> {
-        let (mut state, now) = self.inner.lock_checked();
-        state.heartbeat_worker(worker_id, update, now)
+        self.inner
+            .apply(|state, now| transitions::heartbeat_worker(state, worker_id, update, now))
     }
 
     async fn get_worker_by_id(&self, worker_id: &str) -> StoreResult<Option<Worker>> {
@@ -272,7 +258,7 @@ impl LightningStore for InMemoryLightningStore {
             total_spans,
             total_resources,
             total_workers,
-        ] = self.inner.state.lock().counts();
+        ] = self.inner.state.lock().totals();
         Ok(Statistics {
             name: "InMemoryLightningStore".into(),
             total_rollouts,
@@ -295,6 +281,22 @@ impl LightningStore for InMemoryLightningStore {
             zero_copy: false,
             otlp_traces: false,
         }
+    }
+}
+
+#[async_trait]
+impl StoreBackend for InMemoryLightningStore {
+    async fn run_watchdog(&self) -> StoreResult<usize> {
+        self.inner.apply(transitions::run_watchdog)
+    }
+
+    async fn queue_len(&self) -> StoreResult<usize> {
+        Ok(self.inner.state.lock().queue.len())
+    }
+
+    async fn check_invariants(&self) -> Result<(), String> {
+        self.check_state_invariants()?;
+        crate::backend::check_through_api(self).await
     }
 }
 

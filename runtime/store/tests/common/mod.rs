@@ -1,4 +1,6 @@
-//! Shared helpers for the store's integration tests: a store on a manual clock.
+//! Shared helpers of the store's conformance suite (`tests/conformance/`), for any backend: each
+//! backend's test file defines `manual_store()` (a store on a manual clock, no background tick)
+//! and `live_store(tick)` (the system clock), and includes the suite's files.
 
 #![allow(dead_code)]
 
@@ -7,15 +9,8 @@ use std::sync::Arc;
 
 pub const T0: f64 = 1_800_000_000.0;
 
-/// A store whose time moves only when the test says so, with no background tick.
-pub fn manual_store() -> (InMemoryLightningStore, ManualClock) {
-    let clock = ManualClock::new(T0);
-    let store = InMemoryLightningStore::with_options(InMemoryOptions {
-        watchdog_interval: None,
-        clock: Arc::new(clock.clone()),
-    });
-    (store, clock)
-}
+/// A backend under test.
+pub type Store = Arc<dyn StoreBackend>;
 
 pub fn config(max_attempts: u32, retry_on: &[AttemptStatus]) -> RolloutConfig {
     RolloutConfig {
@@ -25,14 +20,14 @@ pub fn config(max_attempts: u32, retry_on: &[AttemptStatus]) -> RolloutConfig {
     }
 }
 
-pub async fn enqueue(store: &InMemoryLightningStore, config: RolloutConfig) -> Rollout {
+pub async fn enqueue(store: &Store, config: RolloutConfig) -> Rollout {
     store
         .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 1})).config(config))
         .await
         .expect("enqueue")
 }
 
-pub async fn dequeue(store: &InMemoryLightningStore, worker: &str) -> AttemptedRollout {
+pub async fn dequeue(store: &Store, worker: &str) -> AttemptedRollout {
     store
         .dequeue_rollout(Some(worker))
         .await
@@ -51,7 +46,7 @@ pub fn span_for(attempt: &Attempt, sequence_id: u64, span_id: &str) -> Span {
     )
 }
 
-pub async fn add_span(store: &InMemoryLightningStore, attempt: &Attempt) -> Option<Arc<Span>> {
+pub async fn add_span(store: &Store, attempt: &Attempt) -> Option<Arc<Span>> {
     let seq = store
         .get_next_span_sequence_id(&attempt.rollout_id, &attempt.attempt_id)
         .await
@@ -62,11 +57,11 @@ pub async fn add_span(store: &InMemoryLightningStore, attempt: &Attempt) -> Opti
         .unwrap()
 }
 
-pub async fn rollout(store: &InMemoryLightningStore, id: &str) -> RolloutView {
+pub async fn rollout(store: &Store, id: &str) -> RolloutView {
     store.get_rollout_by_id(id).await.unwrap().expect("rollout exists")
 }
 
-pub async fn set_attempt(store: &InMemoryLightningStore, attempt: &Attempt, status: AttemptStatus) -> Attempt {
+pub async fn set_attempt(store: &Store, attempt: &Attempt, status: AttemptStatus) -> Attempt {
     store
         .update_attempt(
             &attempt.rollout_id,

@@ -1,12 +1,12 @@
-//! The store's behaviour beyond the status table: spans and sequence ids, workers, resources,
-//! queries, waits, the background watchdog, bad input, and many concurrent callers.
+// The store's behaviour beyond the status table: spans and sequence ids, workers, resources,
+// queries, waits, the background watchdog, bad input, and many concurrent callers.
 
-mod common;
 
 use agl_store::AttemptStatus as A;
 use agl_store::RolloutStatus as R;
 use agl_store::*;
-use common::*;
+use crate::common::*;
+use crate::{live_store, manual_store};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -222,7 +222,7 @@ async fn worker_status_follows_its_attempts() {
     enqueue(&store, cfg).await;
     dequeue(&store, "w").await;
     clock.advance(2.0);
-    store.run_watchdog();
+    store.run_watchdog().await.unwrap();
     let w = store.get_worker_by_id("w").await.unwrap().unwrap();
     assert_eq!((w.status, w.current_rollout_id), (WorkerStatus::Unknown, None));
 
@@ -239,7 +239,7 @@ async fn worker_status_follows_its_attempts() {
         .await
         .unwrap();
     assert_eq!(busy.total, 2);
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -253,7 +253,7 @@ async fn an_old_attempt_finishing_does_not_take_its_worker_off_newer_work() {
     let w = store.get_worker_by_id("w").await.unwrap().unwrap();
     assert_eq!(w.status, WorkerStatus::Busy);
     assert_eq!(w.current_attempt_id.as_deref(), Some(new.attempt.attempt_id.as_str()));
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 // ---- resources ---------------------------------------------------------------------------------
@@ -359,7 +359,7 @@ async fn an_unknown_resources_id_is_kept_on_enqueue_start_and_update_as_0_3_0_do
     let stored = store.get_rollout_by_id(&queued.rollout_id).await.unwrap().unwrap();
     assert_eq!(stored.rollout.resources_id.as_deref(), Some("rs-c"));
     assert!(store.get_resources_by_id("rs-c").await.unwrap().is_none());
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -402,7 +402,7 @@ async fn span_sequence_ids_are_issued_for_unknown_rollouts_and_attempts_as_0_3_0
         1,
         "sequence ids for unknown rollouts create none"
     );
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -605,7 +605,7 @@ async fn update_rollout_changes_only_the_keys_present() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_rollouts_wakes_when_the_last_one_finishes() {
-    let store = InMemoryLightningStore::new();
+    let store = live_store(Some(Duration::from_millis(250)));
     let a = enqueue(&store, RolloutConfig::default()).await;
     let b = enqueue(&store, RolloutConfig::default()).await;
     let ids = vec![a.rollout_id.clone(), b.rollout_id.clone(), "ro-unknown".to_string()];
@@ -667,10 +667,7 @@ async fn wait_for_rollouts_returns_what_finished_when_the_timeout_passes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_background_watchdog_times_out_an_attempt_with_no_calls_arriving() {
-    let store = InMemoryLightningStore::with_options(InMemoryOptions {
-        watchdog_interval: Some(Duration::from_millis(10)),
-        ..InMemoryOptions::default()
-    });
+    let store = live_store(Some(Duration::from_millis(10)));
     let cfg = RolloutConfig {
         timeout_seconds: Some(0.05),
         ..RolloutConfig::default()
@@ -706,7 +703,7 @@ async fn a_dropped_wait_leaves_no_waiter_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_concurrent_runners_lose_nothing() {
-    let store = InMemoryLightningStore::new();
+    let store = live_store(Some(Duration::from_millis(250)));
     let total = 2_000;
     let requests = (0..total)
         .map(|i| EnqueueRolloutRequest::new(json!({ "i": i })))
@@ -768,7 +765,7 @@ async fn many_concurrent_runners_lose_nothing() {
         .await
         .unwrap();
     assert_eq!(idle.total, 16);
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -794,10 +791,7 @@ async fn spans_arriving_out_of_sequence_order_come_back_sorted() {
 
 #[test]
 fn plain_os_threads_each_with_their_own_runtime_share_one_store() {
-    let store = InMemoryLightningStore::with_options(InMemoryOptions {
-        watchdog_interval: None,
-        ..Default::default()
-    });
+    let store = live_store(None);
     let per_thread = 500;
     let threads: Vec<_> = (0..4)
         .map(|t| {
@@ -841,6 +835,6 @@ fn plain_os_threads_each_with_their_own_runtime_share_one_store() {
             .await
             .unwrap();
         assert_eq!(done.total, 2_000);
+        store.check_invariants().await.unwrap();
     });
-    store.check_invariants().unwrap();
 }

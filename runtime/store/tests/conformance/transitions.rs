@@ -1,12 +1,12 @@
-//! The seed's status machine, one test per row of the rollout transition table and per arrow of
-//! the attempt diagram (`store.md`), driven through the in-memory store on a manual clock.
+// The seed's status machine, one test per row of the rollout transition table and per arrow of
+// the attempt diagram (`store.md`), driven through each backend on a manual clock.
 
-mod common;
 
 use agl_store::AttemptStatus as A;
 use agl_store::RolloutStatus as R;
 use agl_store::*;
-use common::*;
+use crate::common::*;
+use crate::manual_store;
 
 // ---- rollout transition table ----------------------------------------------------------------
 
@@ -17,7 +17,7 @@ async fn row_na_to_queuing_on_enqueue() {
     assert_eq!(r.status, R::Queuing);
     assert!(r.end_time.is_none());
     assert!(rollout(&store, &r.rollout_id).await.attempt.is_none());
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -27,7 +27,7 @@ async fn row_preparing_from_queuing_on_dequeue() {
     let ar = dequeue(&store, "w").await;
     assert_eq!(ar.rollout.status, R::Preparing);
     assert_eq!((ar.attempt.status, ar.attempt.sequence_id), (A::Preparing, 1));
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -43,7 +43,7 @@ async fn row_preparing_from_requeuing_on_dequeue() {
     let second = dequeue(&store, "w").await;
     assert_eq!(second.rollout.rollout_id, first.rollout.rollout_id);
     assert_eq!((second.rollout.status, second.attempt.sequence_id), (R::Preparing, 2));
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -60,11 +60,11 @@ async fn row_preparing_on_start_rollout_and_start_attempt() {
         (started.rollout.status, started.attempt.status),
         (R::Preparing, A::Preparing)
     );
-    assert_eq!(store.queue_len(), 0, "start_rollout bypasses the queue");
+    assert_eq!(store.queue_len().await.unwrap(), 0, "start_rollout bypasses the queue");
     set_attempt(&store, &started.attempt, A::Failed).await;
     let again = store.start_attempt(&started.rollout.rollout_id, None).await.unwrap();
     assert_eq!((again.rollout.status, again.attempt.sequence_id), (R::Preparing, 2));
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -86,7 +86,7 @@ async fn row_running_from_requeuing_and_queuing_on_span_of_latest_attempt() {
     enqueue(&store, cfg).await;
     let ar = dequeue(&store, "w").await;
     clock.advance(6.0);
-    assert_eq!(store.run_watchdog(), 1);
+    assert_eq!(store.run_watchdog().await.unwrap(), 1);
     assert_eq!(
         rollout(&store, &ar.rollout.rollout_id).await.rollout.status,
         R::Requeuing
@@ -104,7 +104,7 @@ async fn row_running_from_requeuing_and_queuing_on_span_of_latest_attempt() {
         store.dequeue_rollout(None).await.unwrap().is_none(),
         "the stale queue entry is skipped"
     );
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -117,7 +117,7 @@ async fn row_succeeded_from_any_on_succeeded_attempt() {
     let view = rollout(&store, &ar.rollout.rollout_id).await;
     assert_eq!(view.rollout.status, R::Succeeded);
     assert!(view.rollout.end_time.is_some());
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 #[tokio::test]
@@ -130,8 +130,8 @@ async fn row_requeuing_when_status_in_retry_condition_and_attempts_left() {
         let view = rollout(&store, &ar.rollout.rollout_id).await;
         assert_eq!(view.rollout.status, R::Requeuing, "{failure}");
         assert!(view.rollout.end_time.is_none());
-        assert_eq!(store.queue_len(), 1, "requeued exactly once");
-        store.check_invariants().unwrap();
+        assert_eq!(store.queue_len().await.unwrap(), 1, "requeued exactly once");
+        store.check_invariants().await.unwrap();
     }
 }
 
@@ -155,7 +155,7 @@ async fn row_failed_when_not_retryable_or_out_of_attempts() {
             "{failure} with {retry_on:?} max {max_attempts}"
         );
         assert!(view.rollout.end_time.is_some());
-        assert_eq!(store.queue_len(), 0);
+        assert_eq!(store.queue_len().await.unwrap(), 0);
     }
 }
 
@@ -212,7 +212,7 @@ async fn row_cancelled_from_any_on_update_rollout() {
         store.dequeue_rollout(None).await.unwrap().is_none(),
         "a cancelled rollout is never dequeued"
     );
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }
 
 // ---- attempt diagram ---------------------------------------------------------------------------
@@ -296,14 +296,14 @@ async fn arrow_running_and_preparing_to_timeout_by_watchdog() {
             add_span(&store, &ar.attempt).await;
         }
         clock.advance(10.0);
-        assert_eq!(store.run_watchdog(), 0, "exactly at the limit is not over it");
+        assert_eq!(store.run_watchdog().await.unwrap(), 0, "exactly at the limit is not over it");
         clock.advance(0.5);
         // The watchdog also runs before any call: a read sees the verdict without a tick.
         let attempt = store.get_latest_attempt(&ar.rollout.rollout_id).await.unwrap().unwrap();
         assert_eq!(attempt.status, A::Timeout);
         assert!(attempt.end_time.is_some());
         assert_eq!(rollout(&store, &ar.rollout.rollout_id).await.rollout.status, R::Failed);
-        store.check_invariants().unwrap();
+        store.check_invariants().await.unwrap();
     }
 }
 
@@ -317,9 +317,9 @@ async fn arrow_running_to_unresponsive_by_watchdog_counting_from_last_heartbeat(
     clock.advance(4.0);
     add_span(&store, &ar.attempt).await;
     clock.advance(4.0);
-    assert_eq!(store.run_watchdog(), 0, "the span moved the deadline");
+    assert_eq!(store.run_watchdog().await.unwrap(), 0, "the span moved the deadline");
     clock.advance(1.5);
-    assert_eq!(store.run_watchdog(), 1);
+    assert_eq!(store.run_watchdog().await.unwrap(), 1);
     let attempt = store.get_latest_attempt(&ar.rollout.rollout_id).await.unwrap().unwrap();
     assert_eq!(attempt.status, A::Unresponsive);
 }
@@ -332,7 +332,7 @@ async fn arrow_preparing_to_unresponsive_by_watchdog_counting_from_start() {
     enqueue(&store, cfg).await;
     let ar = dequeue(&store, "w").await;
     clock.advance(5.5);
-    assert_eq!(store.run_watchdog(), 1);
+    assert_eq!(store.run_watchdog().await.unwrap(), 1);
     assert_eq!(
         store
             .get_latest_attempt(&ar.rollout.rollout_id)
@@ -352,14 +352,14 @@ async fn arrow_unresponsive_to_running_on_span() {
     enqueue(&store, cfg).await;
     let ar = dequeue(&store, "w").await;
     clock.advance(6.0);
-    store.run_watchdog();
+    store.run_watchdog().await.unwrap();
     add_span(&store, &ar.attempt).await.unwrap();
     let attempt = store.get_latest_attempt(&ar.rollout.rollout_id).await.unwrap().unwrap();
     assert_eq!(attempt.status, A::Running);
     // Revived, it is watched again: another silence makes it unresponsive again.
     clock.advance(6.0);
     assert_eq!(
-        store.run_watchdog(),
+        store.run_watchdog().await.unwrap(),
         0,
         "its rollout already failed, so the watchdog leaves it"
     );
@@ -374,14 +374,14 @@ async fn a_revived_attempt_of_a_requeued_rollout_is_watched_again() {
     enqueue(&store, cfg).await;
     let ar = dequeue(&store, "w").await;
     clock.advance(6.0);
-    assert_eq!(store.run_watchdog(), 1);
+    assert_eq!(store.run_watchdog().await.unwrap(), 1);
     add_span(&store, &ar.attempt).await.unwrap();
     assert_eq!(rollout(&store, &ar.rollout.rollout_id).await.rollout.status, R::Running);
     clock.advance(6.0);
-    assert_eq!(store.run_watchdog(), 1);
+    assert_eq!(store.run_watchdog().await.unwrap(), 1);
     assert_eq!(
         rollout(&store, &ar.rollout.rollout_id).await.rollout.status,
         R::Requeuing
     );
-    store.check_invariants().unwrap();
+    store.check_invariants().await.unwrap();
 }

@@ -1,16 +1,16 @@
-//! Property tests: random sequences of store operations (runners, algorithms, the clock and the
-//! watchdog interleaved) must keep the store's invariants after every single step:
-//! - every non-terminal rollout is queued exactly once or has a live latest attempt;
-//! - nothing is lost (every rollout, attempt and span created can be found again);
-//! - span sequence ids strictly increase per rollout;
-//! - attempts never exceed max_attempts except through an explicit start_attempt;
-//! - terminal rollouts and finished attempts have an end_time;
-//! - a worker's status always matches its current attempt.
+// Property tests: random sequences of store operations (runners, algorithms, the clock and the
+// watchdog interleaved) must keep the store's invariants after every single step:
+// - every non-terminal rollout is queued exactly once or has a live latest attempt;
+// - nothing is lost (every rollout, attempt and span created can be found again);
+// - span sequence ids strictly increase per rollout;
+// - attempts never exceed max_attempts except through an explicit start_attempt;
+// - terminal rollouts and finished attempts have an end_time;
+// - a worker's status always matches its current attempt.
 
-mod common;
 
 use agl_store::*;
-use common::*;
+use crate::common::*;
+use crate::manual_store;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -97,7 +97,7 @@ struct Ledger {
     span_counter: u64,
 }
 
-async fn pick_attempt(store: &InMemoryLightningStore, ledger: &Ledger, pick: usize, older: bool) -> Option<Attempt> {
+async fn pick_attempt(store: &Store, ledger: &Ledger, pick: usize, older: bool) -> Option<Attempt> {
     let id = ledger.rollouts.get(pick % ledger.rollouts.len().max(1))?;
     let attempts = store.query_attempts(id, &AttemptQuery::default()).await.unwrap().items;
     if older && attempts.len() > 1 {
@@ -107,7 +107,7 @@ async fn pick_attempt(store: &InMemoryLightningStore, ledger: &Ledger, pick: usi
     }
 }
 
-async fn apply(store: &InMemoryLightningStore, clock: &ManualClock, ledger: &mut Ledger, op: Op) {
+async fn apply(store: &Store, clock: &ManualClock, ledger: &mut Ledger, op: Op) {
     let worker = |w: u8| format!("w{w}");
     match op {
         Op::Enqueue {
@@ -230,13 +230,13 @@ async fn apply(store: &InMemoryLightningStore, clock: &ManualClock, ledger: &mut
         }
         Op::Advance { seconds } => clock.advance(f64::from(seconds)),
         Op::Watchdog => {
-            store.run_watchdog();
+            store.run_watchdog().await.unwrap();
         }
     }
 }
 
-async fn check_ledger(store: &InMemoryLightningStore, ledger: &Ledger) {
-    store.check_invariants().unwrap();
+async fn check_ledger(store: &Store, ledger: &Ledger) {
+    store.check_invariants().await.unwrap();
     let stats = store.statistics().await.unwrap();
     assert_eq!(stats.total_rollouts, ledger.rollouts.len() as u64, "no rollout lost");
     assert_eq!(stats.total_spans, ledger.spans, "no span lost");

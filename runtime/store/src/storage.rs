@@ -1,0 +1,118 @@
+//! The storage primitives a store backend provides: reading and writing rollouts, attempts, the
+//! queue, spans, sequence counters, resources and workers, inside one transaction. They decide
+//! nothing: every status decision is made once, in [`crate::transitions`] (over
+//! [`crate::rules`]), which every backend runs over its own [`Storage`] — the in-memory state
+//! under its lock, an SQLite or PostgreSQL transaction.
+//!
+//! Conventions: `save_*` overwrites the stored record with the one given; ids are unique per
+//! kind (an attempt id per rollout); a backend where several processes write at once locks the
+//! rows it returns until the transaction ends.
+
+use crate::error::StoreResult;
+use crate::model::*;
+use std::sync::Arc;
+
+/// How many records a store holds, for [`Statistics`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageCounts {
+    pub rollouts: u64,
+    pub attempts: u64,
+    pub spans: u64,
+    pub resources: u64,
+    pub workers: u64,
+}
+
+/// One transaction's view of a backend's records.
+pub trait Storage {
+    // ---- rollouts ---------------------------------------------------------------------------
+
+    /// The rollout, if the store holds it.
+    fn rollout(&mut self, rollout_id: &str) -> StoreResult<Option<Rollout>>;
+
+    /// Only the status (cheaper than [`Storage::rollout`] where that is all a decision needs).
+    fn rollout_status(&mut self, rollout_id: &str) -> StoreResult<Option<RolloutStatus>>;
+
+    /// Stores a new rollout; `false` when the id is taken (the caller draws another). A span
+    /// sequence counter already issued for this id (see [`Storage::next_span_sequence`]) becomes
+    /// the rollout's.
+    fn insert_rollout(&mut self, rollout: &Rollout) -> StoreResult<bool>;
+
+    /// Overwrites the stored rollout.
+    fn save_rollout(&mut self, rollout: &Rollout) -> StoreResult<()>;
+
+    /// Overwrites only the status and end time.
+    fn save_rollout_status(
+        &mut self,
+        rollout_id: &str,
+        status: RolloutStatus,
+        end_time: Option<f64>,
+    ) -> StoreResult<()>;
+
+    /// Puts the rollout at the tail of the queue, unless the queue holds it already.
+    fn push_queue(&mut self, rollout_id: &str) -> StoreResult<()>;
+
+    /// Takes up to `limit` rollouts off the head of the queue, in order, skipping (and dropping)
+    /// any whose status is no longer queuing or requeuing.
+    fn pop_queue(&mut self, limit: usize) -> StoreResult<Vec<Rollout>>;
+
+    /// The rollout has finished: whoever waits for it is told once the transaction is done.
+    fn rollout_finished(&mut self, rollout_id: &str);
+
+    // ---- attempts ---------------------------------------------------------------------------
+
+    /// How many attempts the rollout has (the next one's sequence id is this + 1).
+    fn attempt_count(&mut self, rollout_id: &str) -> StoreResult<u32>;
+
+    /// The attempt with this id, if the rollout has it.
+    fn attempt(&mut self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Attempt>>;
+
+    /// The attempt with the highest sequence id.
+    fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>>;
+
+    fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()>;
+
+    /// Overwrites the stored attempt (found by rollout id and attempt id).
+    fn save_attempt(&mut self, attempt: &Attempt) -> StoreResult<()>;
+
+    // ---- the watchdog's agenda ----------------------------------------------------------------
+
+    /// The watchdog should look at this attempt at `at` (a hint: the verdict is re-checked then).
+    fn schedule_watchdog(&mut self, attempt: &Attempt, at: f64) -> StoreResult<()>;
+
+    /// Whether something is scheduled strictly before `now` (checked before every call: cheap).
+    fn watchdog_due(&mut self, now: f64) -> StoreResult<bool>;
+
+    /// Removes and returns the earliest scheduled (rollout id, attempt sequence id) strictly
+    /// before `now`.
+    fn pop_watchdog(&mut self, now: f64) -> StoreResult<Option<(String, u32)>>;
+
+    // ---- spans ------------------------------------------------------------------------------
+
+    /// Stores a span of the attempt with sequence id `attempt_sequence`, unless that attempt has a
+    /// span with the same span id (then `None`). Raises the rollout's span sequence counter to
+    /// the span's sequence id if it is below.
+    fn insert_span(&mut self, span: Span, attempt_sequence: u32) -> StoreResult<Option<Arc<Span>>>;
+
+    /// Increments and returns the rollout's span sequence counter; a rollout id the store does not
+    /// hold gets a counter of its own (Agent-lightning 0.3.0 keeps counters by id alone).
+    fn next_span_sequence(&mut self, rollout_id: &str) -> StoreResult<u64>;
+
+    // ---- resources ----------------------------------------------------------------------------
+
+    fn resources(&mut self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>>;
+
+    /// Stores the bundle (new or replacing the one with its id) and makes it the latest.
+    fn save_resources(&mut self, update: &ResourcesUpdate) -> StoreResult<()>;
+
+    fn latest_resources_id(&mut self) -> StoreResult<Option<String>>;
+
+    // ---- workers ----------------------------------------------------------------------------
+
+    fn worker(&mut self, worker_id: &str) -> StoreResult<Option<Worker>>;
+
+    fn save_worker(&mut self, worker: &Worker) -> StoreResult<()>;
+
+    // ---- totals -----------------------------------------------------------------------------
+
+    fn counts(&mut self) -> StoreResult<StorageCounts>;
+}

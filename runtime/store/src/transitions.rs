@@ -1,0 +1,554 @@
+//! Every store operation that changes something, written once over [`Storage`]: what a call
+//! does to rollouts, attempts, the queue, spans, workers and resources, with each status decision
+//! taken from [`crate::rules`]. A backend opens a transaction, reads its clock, and calls one of
+//! these; it never decides a status itself.
+//!
+//! Each operation first lets the watchdog act on whatever is due by `now`
+//! ([`run_watchdog_if_due`]), so a timeout lands before the call that would observe it.
+
+use crate::error::{StoreError, StoreResult};
+use crate::model::*;
+use crate::rules;
+use crate::storage::Storage;
+use crate::store::AttemptRef;
+use std::sync::Arc;
+
+// ---- the status machine, applied -------------------------------------------------------------
+
+/// Every rollout status change goes through here: end time, requeue, and waking waiters.
+fn set_rollout_status<S: Storage + ?Sized>(
+    storage: &mut S,
+    rollout: &mut Rollout,
+    status: RolloutStatus,
+    now: f64,
+) -> StoreResult<()> {
+    rollout.status = status;
+    if rules::rollout_ends(status) {
+        rollout.end_time = Some(now);
+    }
+    storage.save_rollout_status(&rollout.rollout_id, status, rollout.end_time)?;
+    if status.is_queuing() {
+        storage.push_queue(&rollout.rollout_id)?;
+    }
+    if status.is_finished() {
+        storage.rollout_finished(&rollout.rollout_id);
+    }
+    Ok(())
+}
+
+/// Re-derives the rollout's status after `attempt` changed, if it is the latest.
+fn propagate_attempt<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, now: f64) -> StoreResult<()> {
+    if storage.attempt_count(&attempt.rollout_id)? != attempt.sequence_id {
+        return Ok(());
+    }
+    let Some(mut rollout) = storage.rollout(&attempt.rollout_id)? else {
+        return Ok(());
+    };
+    if let Some(status) = rules::propagate_to_rollout(rollout.status, attempt, &rollout.config) {
+        set_rollout_status(storage, &mut rollout, status, now)?;
+    }
+    Ok(())
+}
+
+/// Schedules the watchdog for `attempt` if its rollout's config asks for one.
+fn arm_watchdog<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, config: &RolloutConfig) -> StoreResult<()> {
+    match rules::watchdog_deadline(attempt, config) {
+        Some(at) => storage.schedule_watchdog(attempt, at),
+        None => Ok(()),
+    }
+}
+
+/// Moves the attempt's worker (if it names one) along with the attempt.
+fn sync_worker<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, now: f64, dequeued: bool) -> StoreResult<()> {
+    let Some(worker_id) = attempt.worker_id.as_deref().filter(|w| !w.is_empty()) else {
+        return Ok(());
+    };
+    let mut worker = storage.worker(worker_id)?.unwrap_or_else(|| Worker::new(worker_id));
+    rules::sync_worker_with_attempt(&mut worker, attempt, now, dequeued);
+    storage.save_worker(&worker)
+}
+
+/// Creates attempt n+1 (`preparing`) and puts the rollout in `preparing`.
+fn new_attempt<S: Storage + ?Sized>(
+    storage: &mut S,
+    rollout: &mut Rollout,
+    worker_id: Option<&str>,
+    now: f64,
+    dequeued: bool,
+) -> StoreResult<Attempt> {
+    let mut attempt_id = new_attempt_id();
+    while storage.attempt(&rollout.rollout_id, &attempt_id)?.is_some() {
+        attempt_id = new_attempt_id();
+    }
+    let attempt = Attempt {
+        rollout_id: rollout.rollout_id.clone(),
+        attempt_id,
+        sequence_id: storage.attempt_count(&rollout.rollout_id)? + 1,
+        start_time: now,
+        end_time: None,
+        status: AttemptStatus::Preparing,
+        worker_id: worker_id.map(str::to_owned),
+        last_heartbeat_time: None,
+        metadata: None,
+    };
+    storage.insert_attempt(&attempt)?;
+    arm_watchdog(storage, &attempt, &rollout.config)?;
+    set_rollout_status(storage, rollout, RolloutStatus::Preparing, now)?;
+    if worker_id.is_some() {
+        sync_worker(storage, &attempt, now, dequeued)?;
+    }
+    Ok(attempt)
+}
+
+// ---- the watchdog ------------------------------------------------------------------------------
+
+/// Applies the watchdog's verdicts on every attempt that is due; returns how many changed.
+pub fn run_watchdog<S: Storage + ?Sized>(storage: &mut S, now: f64) -> StoreResult<usize> {
+    let mut changed = 0;
+    while let Some((rollout_id, attempt_sequence)) = storage.pop_watchdog(now)? {
+        let Some(rollout) = storage.rollout(&rollout_id)? else {
+            continue;
+        };
+        let Some(mut latest) = storage.latest_attempt(&rollout_id)? else {
+            continue;
+        };
+        if !rollout.status.is_active()
+            || latest.sequence_id != attempt_sequence
+            || !matches!(latest.status, AttemptStatus::Preparing | AttemptStatus::Running)
+        {
+            continue;
+        }
+        match rules::watchdog_verdict(now, &latest, &rollout.config) {
+            Some(verdict) => {
+                latest.status = verdict;
+                if rules::attempt_ends(verdict) {
+                    latest.end_time = Some(now);
+                }
+                storage.save_attempt(&latest)?;
+                propagate_attempt(storage, &latest, now)?;
+                sync_worker(storage, &latest, now, false)?;
+                changed += 1;
+            }
+            None => arm_watchdog(storage, &latest, &rollout.config)?,
+        }
+    }
+    Ok(changed)
+}
+
+/// Runs the watchdog if anything is due: the check every operation starts with.
+pub fn run_watchdog_if_due<S: Storage + ?Sized>(storage: &mut S, now: f64) -> StoreResult<()> {
+    if storage.watchdog_due(now)? {
+        run_watchdog(storage, now)?;
+    }
+    Ok(())
+}
+
+// ---- rollouts and attempts ---------------------------------------------------------------------
+
+fn check_request<S: Storage + ?Sized>(storage: &mut S, request: &EnqueueRolloutRequest) -> StoreResult<()> {
+    if let Some(config) = &request.config {
+        config.validate().map_err(StoreError::InvalidArgument)?;
+    }
+    if let Some(id) = &request.resources_id {
+        warn_if_unknown_resources(storage, id, "a new rollout")?;
+    }
+    Ok(())
+}
+
+/// 0.3.0 stores any `resources_id` a rollout names without looking it up (`enqueue_rollout`,
+/// `start_rollout`, `update_rollout` in `collection_based.py`), so we accept it too; a runner
+/// asking for those resources later gets nothing, hence the warning.
+fn warn_if_unknown_resources<S: Storage + ?Sized>(storage: &mut S, resources_id: &str, whose: &str) -> StoreResult<()> {
+    if storage.resources(resources_id)?.is_none() {
+        tracing::warn!(
+            resources_id,
+            "{whose} names resources that the store does not hold; accepted as Agent-lightning 0.3.0 does, \
+             but fetching them will find nothing"
+        );
+    }
+    Ok(())
+}
+
+fn insert_rollout<S: Storage + ?Sized>(
+    storage: &mut S,
+    request: EnqueueRolloutRequest,
+    status: RolloutStatus,
+    now: f64,
+) -> StoreResult<Rollout> {
+    let resources_id = match request.resources_id {
+        Some(id) => Some(id),
+        None => storage.latest_resources_id()?,
+    };
+    let mut rollout = Rollout {
+        rollout_id: new_rollout_id(),
+        input: request.input,
+        start_time: now,
+        end_time: None,
+        mode: request.mode,
+        resources_id,
+        status,
+        config: request.config.unwrap_or_default(),
+        metadata: Some(request.metadata.unwrap_or_default()),
+    };
+    while !storage.insert_rollout(&rollout)? {
+        rollout.rollout_id = new_rollout_id();
+    }
+    Ok(rollout)
+}
+
+/// A rollout with its first attempt, bypassing the queue.
+pub fn start_rollout<S: Storage + ?Sized>(
+    storage: &mut S,
+    request: StartRolloutRequest,
+    now: f64,
+) -> StoreResult<AttemptedRollout> {
+    run_watchdog_if_due(storage, now)?;
+    check_request(storage, &request.rollout)?;
+    let mut rollout = insert_rollout(storage, request.rollout, RolloutStatus::Preparing, now)?;
+    let attempt = new_attempt(storage, &mut rollout, request.worker_id.as_deref(), now, false)?;
+    Ok(AttemptedRollout { rollout, attempt })
+}
+
+/// Rollouts added to the queue in order; a bad request rejects the batch before anything is stored.
+pub fn enqueue<S: Storage + ?Sized>(
+    storage: &mut S,
+    requests: Vec<EnqueueRolloutRequest>,
+    now: f64,
+) -> StoreResult<Vec<Rollout>> {
+    run_watchdog_if_due(storage, now)?;
+    for request in &requests {
+        check_request(storage, request)?;
+    }
+    let mut out = Vec::with_capacity(requests.len());
+    for request in requests {
+        // Stored as queuing already: entering the queue is all `set_rollout_status` would add.
+        let rollout = insert_rollout(storage, request, RolloutStatus::Queuing, now)?;
+        storage.push_queue(&rollout.rollout_id)?;
+        out.push(rollout);
+    }
+    Ok(out)
+}
+
+/// Up to `limit` queued rollouts, each with a fresh attempt; an empty poll marks the worker idle.
+pub fn dequeue<S: Storage + ?Sized>(
+    storage: &mut S,
+    limit: usize,
+    worker_id: Option<&str>,
+    now: f64,
+) -> StoreResult<Vec<AttemptedRollout>> {
+    run_watchdog_if_due(storage, now)?;
+    let mut out = Vec::with_capacity(limit.min(64));
+    for mut rollout in storage.pop_queue(limit)? {
+        let attempt = new_attempt(storage, &mut rollout, worker_id, now, true)?;
+        out.push(AttemptedRollout { rollout, attempt });
+    }
+    if out.is_empty()
+        && let Some(worker_id) = worker_id.filter(|w| !w.is_empty())
+    {
+        let mut worker = storage.worker(worker_id)?.unwrap_or_else(|| Worker::new(worker_id));
+        rules::mark_worker_polled_empty(&mut worker, now);
+        storage.save_worker(&worker)?;
+    }
+    Ok(out)
+}
+
+fn require_rollout<S: Storage + ?Sized>(storage: &mut S, rollout_id: &str) -> StoreResult<Rollout> {
+    storage
+        .rollout(rollout_id)?
+        .ok_or_else(|| StoreError::RolloutNotFound(rollout_id.to_owned()))
+}
+
+/// A new attempt on a rollout, explicitly (may exceed `max_attempts`).
+pub fn start_attempt<S: Storage + ?Sized>(
+    storage: &mut S,
+    rollout_id: &str,
+    worker_id: Option<&str>,
+    now: f64,
+) -> StoreResult<AttemptedRollout> {
+    run_watchdog_if_due(storage, now)?;
+    let mut rollout = require_rollout(storage, rollout_id)?;
+    let attempt = new_attempt(storage, &mut rollout, worker_id, now, false)?;
+    Ok(AttemptedRollout { rollout, attempt })
+}
+
+/// Changes the keys present in `update`.
+pub fn update_rollout<S: Storage + ?Sized>(
+    storage: &mut S,
+    rollout_id: &str,
+    update: RolloutUpdate,
+    now: f64,
+) -> StoreResult<Rollout> {
+    run_watchdog_if_due(storage, now)?;
+    let mut rollout = require_rollout(storage, rollout_id)?;
+    if let Some(config) = &update.config {
+        config.validate().map_err(StoreError::InvalidArgument)?;
+    }
+    if let Some(Some(id)) = &update.resources_id {
+        warn_if_unknown_resources(storage, id, &format!("the update of rollout {rollout_id}"))?;
+    }
+    if let Some(input) = update.input {
+        rollout.input = input;
+    }
+    if let Some(mode) = update.mode {
+        rollout.mode = mode;
+    }
+    if let Some(resources_id) = update.resources_id {
+        rollout.resources_id = resources_id;
+    }
+    if let Some(metadata) = update.metadata {
+        rollout.metadata = metadata;
+    }
+    let new_config = update.config.is_some();
+    if let Some(config) = update.config {
+        rollout.config = config;
+    }
+    storage.save_rollout(&rollout)?;
+    if new_config && let Some(latest) = storage.latest_attempt(rollout_id)? {
+        arm_watchdog(storage, &latest, &rollout.config)?;
+    }
+    if let Some(status) = update.status {
+        set_rollout_status(storage, &mut rollout, status, now)?;
+    }
+    Ok(rollout)
+}
+
+/// Changes an attempt; on the latest attempt the rollout status is re-derived.
+pub fn update_attempt<S: Storage + ?Sized>(
+    storage: &mut S,
+    rollout_id: &str,
+    which: AttemptRef<'_>,
+    update: AttemptUpdate,
+    now: f64,
+) -> StoreResult<Attempt> {
+    run_watchdog_if_due(storage, now)?;
+    let rollout = require_rollout(storage, rollout_id)?;
+    let found = match which {
+        AttemptRef::Latest => storage.latest_attempt(rollout_id)?,
+        AttemptRef::Id(id) => storage.attempt(rollout_id, id)?,
+    };
+    let mut attempt = match (found, which) {
+        (Some(attempt), _) => attempt,
+        (None, AttemptRef::Latest) => return Err(StoreError::NoAttempts(rollout_id.to_owned())),
+        (None, AttemptRef::Id(id)) => {
+            if storage.attempt_count(rollout_id)? == 0 {
+                return Err(StoreError::NoAttempts(rollout_id.to_owned()));
+            }
+            return Err(StoreError::AttemptNotFound {
+                rollout_id: rollout_id.to_owned(),
+                attempt_id: id.to_owned(),
+            });
+        }
+    };
+    let mut sync = false;
+    let mut rearm = false;
+    if let Some(worker_id) = update.worker_id {
+        sync = !worker_id.is_empty();
+        attempt.worker_id = Some(worker_id);
+    }
+    if let Some(status) = update.status {
+        attempt.status = status;
+        if rules::attempt_ends(status) {
+            attempt.end_time = Some(now);
+        }
+        sync |= attempt.worker_id.is_some();
+        rearm = true;
+    }
+    if let Some(heartbeat) = update.last_heartbeat_time {
+        attempt.last_heartbeat_time = Some(heartbeat);
+        rearm = true;
+    }
+    if let Some(metadata) = update.metadata {
+        attempt.metadata = metadata;
+    }
+    storage.save_attempt(&attempt)?;
+    if rearm {
+        arm_watchdog(storage, &attempt, &rollout.config)?;
+    }
+    propagate_attempt(storage, &attempt, now)?;
+    if sync {
+        sync_worker(storage, &attempt, now, false)?;
+    }
+    Ok(attempt)
+}
+
+// ---- spans -------------------------------------------------------------------------------------
+
+/// Stores spans after checking all of them (an unknown rollout or attempt rejects the batch);
+/// duplicates are skipped. Each stored span is a heartbeat of its attempt.
+pub fn add_spans<S: Storage + ?Sized>(storage: &mut S, spans: Vec<Span>, now: f64) -> StoreResult<Vec<Arc<Span>>> {
+    run_watchdog_if_due(storage, now)?;
+    // The attempts the spans belong to, each looked up once (a batch is usually one attempt's).
+    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut targets = Vec::with_capacity(spans.len());
+    for span in &spans {
+        let known = attempts
+            .iter()
+            .position(|a| a.attempt_id == span.attempt_id && a.rollout_id == span.rollout_id);
+        let index = match known {
+            Some(index) => index,
+            None => {
+                if storage.rollout_status(&span.rollout_id)?.is_none() {
+                    return Err(StoreError::RolloutNotFound(span.rollout_id.clone()));
+                }
+                let attempt = storage.attempt(&span.rollout_id, &span.attempt_id)?.ok_or_else(|| {
+                    StoreError::AttemptNotFound {
+                        rollout_id: span.rollout_id.clone(),
+                        attempt_id: span.attempt_id.clone(),
+                    }
+                })?;
+                attempts.push(attempt);
+                attempts.len() - 1
+            }
+        };
+        targets.push(index);
+    }
+    let mut stored = Vec::with_capacity(spans.len());
+    let mut alive = vec![false; attempts.len()];
+    for (span, index) in spans.into_iter().zip(targets) {
+        if let Some(span) = storage.insert_span(span, attempts[index].sequence_id)? {
+            stored.push(span);
+            alive[index] = true;
+        }
+    }
+    for (attempt, alive) in attempts.iter_mut().zip(alive) {
+        if alive {
+            heartbeat(storage, attempt, now)?;
+        }
+    }
+    Ok(stored)
+}
+
+/// A span arrived for `attempt`: it is alive, and if it is the latest and now runs, so does its
+/// rollout. A late span of an ended attempt only refreshes its heartbeat time.
+fn heartbeat<S: Storage + ?Sized>(storage: &mut S, attempt: &mut Attempt, now: f64) -> StoreResult<()> {
+    attempt.last_heartbeat_time = Some(now);
+    let before = attempt.status;
+    attempt.status = rules::attempt_status_after_span(before);
+    storage.save_attempt(attempt)?;
+    if before == AttemptStatus::Unresponsive
+        && let Some(rollout) = storage.rollout(&attempt.rollout_id)?
+    {
+        arm_watchdog(storage, attempt, &rollout.config)?;
+    }
+    if attempt.status != AttemptStatus::Running || storage.attempt_count(&attempt.rollout_id)? != attempt.sequence_id {
+        return Ok(());
+    }
+    let Some(status) = storage.rollout_status(&attempt.rollout_id)? else {
+        return Ok(());
+    };
+    if let Some(status) = rules::rollout_status_after_span(status)
+        && let Some(mut rollout) = storage.rollout(&attempt.rollout_id)?
+    {
+        set_rollout_status(storage, &mut rollout, status, now)?;
+    }
+    Ok(())
+}
+
+/// One sequence id per pair, from the rollout's counter. As in 0.3.0
+/// (`_issue_many_span_sequence_ids` in `collection_based.py`, a counter map keyed by rollout id
+/// alone), neither the rollout nor the attempt has to exist: an unknown rollout id gets a counter
+/// of its own, an unknown attempt draws from its rollout's counter. Both are logged, since spans
+/// for them will be refused.
+pub fn next_span_sequence_ids<S: Storage + ?Sized>(
+    storage: &mut S,
+    pairs: &[(&str, &str)],
+    now: f64,
+) -> StoreResult<Vec<u64>> {
+    run_watchdog_if_due(storage, now)?;
+    let mut issued = Vec::with_capacity(pairs.len());
+    for &(rollout_id, attempt_id) in pairs {
+        if storage.rollout_status(rollout_id)?.is_none() {
+            tracing::warn!(
+                rollout_id,
+                attempt_id,
+                "span sequence id asked for a rollout the store does not hold; issued from a counter of its own \
+                 as Agent-lightning 0.3.0 does"
+            );
+        } else if storage.attempt(rollout_id, attempt_id)?.is_none() {
+            tracing::warn!(
+                rollout_id,
+                attempt_id,
+                "span sequence id asked for an attempt the rollout does not have; issued from the rollout's \
+                 counter as Agent-lightning 0.3.0 does"
+            );
+        }
+        issued.push(storage.next_span_sequence(rollout_id)?);
+    }
+    Ok(issued)
+}
+
+// ---- resources ---------------------------------------------------------------------------------
+
+/// A new bundle under a fresh `rs-` id, version 1; it becomes the latest.
+pub fn add_resources<S: Storage + ?Sized>(
+    storage: &mut S,
+    resources: NamedResources,
+    now: f64,
+) -> StoreResult<ResourcesUpdate> {
+    run_watchdog_if_due(storage, now)?;
+    let mut resources_id = new_resources_id();
+    while storage.resources(&resources_id)?.is_some() {
+        resources_id = new_resources_id();
+    }
+    let update = ResourcesUpdate {
+        resources_id,
+        create_time: now,
+        update_time: now,
+        version: 1,
+        resources,
+    };
+    storage.save_resources(&update)?;
+    Ok(update)
+}
+
+/// Creates or replaces the bundle with this id (version + 1); it becomes the latest.
+pub fn update_resources<S: Storage + ?Sized>(
+    storage: &mut S,
+    resources_id: &str,
+    resources: NamedResources,
+    now: f64,
+) -> StoreResult<ResourcesUpdate> {
+    run_watchdog_if_due(storage, now)?;
+    if resources_id.is_empty() {
+        return Err(StoreError::InvalidArgument("resources_id must not be empty".into()));
+    }
+    let update = match storage.resources(resources_id)? {
+        Some(existing) => ResourcesUpdate {
+            resources,
+            update_time: now,
+            version: existing.version + 1,
+            ..existing
+        },
+        None => ResourcesUpdate {
+            resources_id: resources_id.to_owned(),
+            create_time: now,
+            update_time: now,
+            version: 1,
+            resources,
+        },
+    };
+    storage.save_resources(&update)?;
+    Ok(update)
+}
+
+// ---- workers -----------------------------------------------------------------------------------
+
+/// A worker heartbeat (creates the worker if new); never changes its status.
+pub fn heartbeat_worker<S: Storage + ?Sized>(
+    storage: &mut S,
+    worker_id: &str,
+    update: WorkerUpdate,
+    now: f64,
+) -> StoreResult<Worker> {
+    run_watchdog_if_due(storage, now)?;
+    if worker_id.is_empty() {
+        return Err(StoreError::InvalidArgument("worker_id must not be empty".into()));
+    }
+    let mut worker = storage.worker(worker_id)?.unwrap_or_else(|| Worker::new(worker_id));
+    worker.last_heartbeat_time = Some(now);
+    if let Some(stats) = update.heartbeat_stats {
+        worker.heartbeat_stats = Some(stats);
+    }
+    storage.save_worker(&worker)?;
+    Ok(worker)
+}
