@@ -4,12 +4,15 @@
 //! [`crate::rules`]), which every backend runs over its own [`Storage`] — the in-memory state
 //! under its lock, an SQLite or PostgreSQL transaction.
 //!
-//! Conventions: `save_*` overwrites the stored record with the one given; ids are unique per
-//! kind (an attempt id per rollout); a backend where several processes write at once locks the
-//! rows it returns until the transaction ends.
+//! Conventions: `save_*` overwrites the stored record with the one given; `read_*` and `modify_*`
+//! hand the stored record to a closure (in memory, no copy is made; a database reads the row,
+//! and writes it back after `modify_*`); ids are unique per kind (an attempt id per rollout); a
+//! backend where several processes write at once locks the rows it reads until the transaction
+//! ends.
 
 use crate::error::StoreResult;
 use crate::model::*;
+use crate::store::AttemptRef;
 use std::sync::Arc;
 
 /// How many records a store holds, for [`Statistics`].
@@ -29,8 +32,8 @@ pub trait Storage {
     /// The rollout, if the store holds it.
     fn rollout(&mut self, rollout_id: &str) -> StoreResult<Option<Rollout>>;
 
-    /// Only the status (cheaper than [`Storage::rollout`] where that is all a decision needs).
-    fn rollout_status(&mut self, rollout_id: &str) -> StoreResult<Option<RolloutStatus>>;
+    /// What `read` makes of the rollout, if the store holds it.
+    fn read_rollout<T>(&mut self, rollout_id: &str, read: impl FnOnce(&Rollout) -> T) -> StoreResult<Option<T>>;
 
     /// Stores a new rollout; `false` when the id is taken (the caller draws another). A span
     /// sequence counter already issued for this id (see [`Storage::next_span_sequence`]) becomes
@@ -63,16 +66,26 @@ pub trait Storage {
     /// How many attempts the rollout has (the next one's sequence id is this + 1).
     fn attempt_count(&mut self, rollout_id: &str) -> StoreResult<u32>;
 
-    /// The attempt with this id, if the rollout has it.
-    fn attempt(&mut self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Attempt>>;
-
     /// The attempt with the highest sequence id.
     fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>>;
 
-    fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()>;
+    /// What `read` makes of the attempt `which` of the rollout, if there is one.
+    fn read_attempt<T>(
+        &mut self,
+        rollout_id: &str,
+        which: AttemptRef<'_>,
+        read: impl FnOnce(&Attempt) -> T,
+    ) -> StoreResult<Option<T>>;
 
-    /// Overwrites the stored attempt (found by rollout id and attempt id).
-    fn save_attempt(&mut self, attempt: &Attempt) -> StoreResult<()>;
+    /// Changes the attempt `which` of the rollout with `modify`, if there is one.
+    fn modify_attempt<T>(
+        &mut self,
+        rollout_id: &str,
+        which: AttemptRef<'_>,
+        modify: impl FnOnce(&mut Attempt) -> T,
+    ) -> StoreResult<Option<T>>;
+
+    fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()>;
 
     // ---- the watchdog's agenda ----------------------------------------------------------------
 
@@ -108,9 +121,8 @@ pub trait Storage {
 
     // ---- workers ----------------------------------------------------------------------------
 
-    fn worker(&mut self, worker_id: &str) -> StoreResult<Option<Worker>>;
-
-    fn save_worker(&mut self, worker: &Worker) -> StoreResult<()>;
+    /// Changes the worker with `modify`, creating it (`Worker::new`) first if the store has none.
+    fn modify_worker<T>(&mut self, worker_id: &str, modify: impl FnOnce(&mut Worker) -> T) -> StoreResult<T>;
 
     // ---- totals -----------------------------------------------------------------------------
 

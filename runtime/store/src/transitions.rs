@@ -16,23 +16,38 @@ use std::sync::Arc;
 // ---- the status machine, applied -------------------------------------------------------------
 
 /// Every rollout status change goes through here: end time, requeue, and waking waiters.
+/// Returns the end time the rollout now has.
 fn set_rollout_status<S: Storage + ?Sized>(
+    storage: &mut S,
+    rollout_id: &str,
+    status: RolloutStatus,
+    end_time: Option<f64>,
+    now: f64,
+) -> StoreResult<Option<f64>> {
+    let end_time = if rules::rollout_ends(status) {
+        Some(now)
+    } else {
+        end_time
+    };
+    storage.save_rollout_status(rollout_id, status, end_time)?;
+    if status.is_queuing() {
+        storage.push_queue(rollout_id)?;
+    }
+    if status.is_finished() {
+        storage.rollout_finished(rollout_id);
+    }
+    Ok(end_time)
+}
+
+/// [`set_rollout_status`] on a rollout the caller holds a copy of, kept up to date.
+fn set_status_of<S: Storage + ?Sized>(
     storage: &mut S,
     rollout: &mut Rollout,
     status: RolloutStatus,
     now: f64,
 ) -> StoreResult<()> {
+    rollout.end_time = set_rollout_status(storage, &rollout.rollout_id, status, rollout.end_time, now)?;
     rollout.status = status;
-    if rules::rollout_ends(status) {
-        rollout.end_time = Some(now);
-    }
-    storage.save_rollout_status(&rollout.rollout_id, status, rollout.end_time)?;
-    if status.is_queuing() {
-        storage.push_queue(&rollout.rollout_id)?;
-    }
-    if status.is_finished() {
-        storage.rollout_finished(&rollout.rollout_id);
-    }
     Ok(())
 }
 
@@ -41,18 +56,21 @@ fn propagate_attempt<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, no
     if storage.attempt_count(&attempt.rollout_id)? != attempt.sequence_id {
         return Ok(());
     }
-    let Some(mut rollout) = storage.rollout(&attempt.rollout_id)? else {
-        return Ok(());
-    };
-    if let Some(status) = rules::propagate_to_rollout(rollout.status, attempt, &rollout.config) {
-        set_rollout_status(storage, &mut rollout, status, now)?;
+    let decision = storage.read_rollout(&attempt.rollout_id, |rollout| {
+        rules::propagate_to_rollout(rollout.status, attempt, &rollout.config).map(|status| (status, rollout.end_time))
+    })?;
+    if let Some(Some((status, end_time))) = decision {
+        set_rollout_status(storage, &attempt.rollout_id, status, end_time, now)?;
     }
     Ok(())
 }
 
 /// Schedules the watchdog for `attempt` if its rollout's config asks for one.
-fn arm_watchdog<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, config: &RolloutConfig) -> StoreResult<()> {
-    match rules::watchdog_deadline(attempt, config) {
+fn arm_watchdog<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt) -> StoreResult<()> {
+    let deadline = storage.read_rollout(&attempt.rollout_id, |rollout| {
+        rules::watchdog_deadline(attempt, &rollout.config)
+    })?;
+    match deadline.flatten() {
         Some(at) => storage.schedule_watchdog(attempt, at),
         None => Ok(()),
     }
@@ -60,12 +78,12 @@ fn arm_watchdog<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, config:
 
 /// Moves the attempt's worker (if it names one) along with the attempt.
 fn sync_worker<S: Storage + ?Sized>(storage: &mut S, attempt: &Attempt, now: f64, dequeued: bool) -> StoreResult<()> {
-    let Some(worker_id) = attempt.worker_id.as_deref().filter(|w| !w.is_empty()) else {
-        return Ok(());
-    };
-    let mut worker = storage.worker(worker_id)?.unwrap_or_else(|| Worker::new(worker_id));
-    rules::sync_worker_with_attempt(&mut worker, attempt, now, dequeued);
-    storage.save_worker(&worker)
+    match attempt.worker_id.as_deref().filter(|w| !w.is_empty()) {
+        Some(worker_id) => storage.modify_worker(worker_id, |worker| {
+            rules::sync_worker_with_attempt(worker, attempt, now, dequeued)
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Creates attempt n+1 (`preparing`) and puts the rollout in `preparing`.
@@ -77,7 +95,10 @@ fn new_attempt<S: Storage + ?Sized>(
     dequeued: bool,
 ) -> StoreResult<Attempt> {
     let mut attempt_id = new_attempt_id();
-    while storage.attempt(&rollout.rollout_id, &attempt_id)?.is_some() {
+    while storage
+        .read_attempt(&rollout.rollout_id, AttemptRef::Id(&attempt_id), |_| ())?
+        .is_some()
+    {
         attempt_id = new_attempt_id();
     }
     let attempt = Attempt {
@@ -92,8 +113,10 @@ fn new_attempt<S: Storage + ?Sized>(
         metadata: None,
     };
     storage.insert_attempt(&attempt)?;
-    arm_watchdog(storage, &attempt, &rollout.config)?;
-    set_rollout_status(storage, rollout, RolloutStatus::Preparing, now)?;
+    if let Some(at) = rules::watchdog_deadline(&attempt, &rollout.config) {
+        storage.schedule_watchdog(&attempt, at)?;
+    }
+    set_status_of(storage, rollout, RolloutStatus::Preparing, now)?;
     if worker_id.is_some() {
         sync_worker(storage, &attempt, now, dequeued)?;
     }
@@ -106,30 +129,37 @@ fn new_attempt<S: Storage + ?Sized>(
 pub fn run_watchdog<S: Storage + ?Sized>(storage: &mut S, now: f64) -> StoreResult<usize> {
     let mut changed = 0;
     while let Some((rollout_id, attempt_sequence)) = storage.pop_watchdog(now)? {
-        let Some(rollout) = storage.rollout(&rollout_id)? else {
+        let Some((active, config)) = storage.read_rollout(&rollout_id, |r| (r.status.is_active(), r.config.clone()))?
+        else {
             continue;
         };
         let Some(mut latest) = storage.latest_attempt(&rollout_id)? else {
             continue;
         };
-        if !rollout.status.is_active()
+        if !active
             || latest.sequence_id != attempt_sequence
             || !matches!(latest.status, AttemptStatus::Preparing | AttemptStatus::Running)
         {
             continue;
         }
-        match rules::watchdog_verdict(now, &latest, &rollout.config) {
+        match rules::watchdog_verdict(now, &latest, &config) {
             Some(verdict) => {
+                let end_time = rules::attempt_ends(verdict).then_some(now);
+                storage.modify_attempt(&rollout_id, AttemptRef::Latest, |attempt| {
+                    attempt.status = verdict;
+                    attempt.end_time = end_time.or(attempt.end_time);
+                })?;
                 latest.status = verdict;
-                if rules::attempt_ends(verdict) {
-                    latest.end_time = Some(now);
-                }
-                storage.save_attempt(&latest)?;
+                latest.end_time = end_time.or(latest.end_time);
                 propagate_attempt(storage, &latest, now)?;
                 sync_worker(storage, &latest, now, false)?;
                 changed += 1;
             }
-            None => arm_watchdog(storage, &latest, &rollout.config)?,
+            None => {
+                if let Some(at) = rules::watchdog_deadline(&latest, &config) {
+                    storage.schedule_watchdog(&latest, at)?;
+                }
+            }
         }
     }
     Ok(changed)
@@ -245,9 +275,7 @@ pub fn dequeue<S: Storage + ?Sized>(
     if out.is_empty()
         && let Some(worker_id) = worker_id.filter(|w| !w.is_empty())
     {
-        let mut worker = storage.worker(worker_id)?.unwrap_or_else(|| Worker::new(worker_id));
-        rules::mark_worker_polled_empty(&mut worker, now);
-        storage.save_worker(&worker)?;
+        storage.modify_worker(worker_id, |worker| rules::mark_worker_polled_empty(worker, now))?;
     }
     Ok(out)
 }
@@ -304,10 +332,10 @@ pub fn update_rollout<S: Storage + ?Sized>(
     }
     storage.save_rollout(&rollout)?;
     if new_config && let Some(latest) = storage.latest_attempt(rollout_id)? {
-        arm_watchdog(storage, &latest, &rollout.config)?;
+        arm_watchdog(storage, &latest)?;
     }
     if let Some(status) = update.status {
-        set_rollout_status(storage, &mut rollout, status, now)?;
+        set_status_of(storage, &mut rollout, status, now)?;
     }
     Ok(rollout)
 }
@@ -321,48 +349,46 @@ pub fn update_attempt<S: Storage + ?Sized>(
     now: f64,
 ) -> StoreResult<Attempt> {
     run_watchdog_if_due(storage, now)?;
-    let rollout = require_rollout(storage, rollout_id)?;
-    let found = match which {
-        AttemptRef::Latest => storage.latest_attempt(rollout_id)?,
-        AttemptRef::Id(id) => storage.attempt(rollout_id, id)?,
-    };
-    let mut attempt = match (found, which) {
-        (Some(attempt), _) => attempt,
-        (None, AttemptRef::Latest) => return Err(StoreError::NoAttempts(rollout_id.to_owned())),
-        (None, AttemptRef::Id(id)) => {
-            if storage.attempt_count(rollout_id)? == 0 {
-                return Err(StoreError::NoAttempts(rollout_id.to_owned()));
+    if storage.read_rollout(rollout_id, |_| ())?.is_none() {
+        return Err(StoreError::RolloutNotFound(rollout_id.to_owned()));
+    }
+    let (mut sync, mut rearm) = (false, false);
+    let changed = storage.modify_attempt(rollout_id, which, |attempt| {
+        if let Some(worker_id) = update.worker_id {
+            sync = !worker_id.is_empty();
+            attempt.worker_id = Some(worker_id);
+        }
+        if let Some(status) = update.status {
+            attempt.status = status;
+            if rules::attempt_ends(status) {
+                attempt.end_time = Some(now);
             }
-            return Err(StoreError::AttemptNotFound {
+            sync |= attempt.worker_id.is_some();
+            rearm = true;
+        }
+        if let Some(heartbeat) = update.last_heartbeat_time {
+            attempt.last_heartbeat_time = Some(heartbeat);
+            rearm = true;
+        }
+        if let Some(metadata) = update.metadata {
+            attempt.metadata = metadata;
+        }
+        attempt.clone()
+    })?;
+    let Some(attempt) = changed else {
+        if storage.attempt_count(rollout_id)? == 0 {
+            return Err(StoreError::NoAttempts(rollout_id.to_owned()));
+        }
+        return Err(match which {
+            AttemptRef::Latest => StoreError::NoAttempts(rollout_id.to_owned()),
+            AttemptRef::Id(id) => StoreError::AttemptNotFound {
                 rollout_id: rollout_id.to_owned(),
                 attempt_id: id.to_owned(),
-            });
-        }
+            },
+        });
     };
-    let mut sync = false;
-    let mut rearm = false;
-    if let Some(worker_id) = update.worker_id {
-        sync = !worker_id.is_empty();
-        attempt.worker_id = Some(worker_id);
-    }
-    if let Some(status) = update.status {
-        attempt.status = status;
-        if rules::attempt_ends(status) {
-            attempt.end_time = Some(now);
-        }
-        sync |= attempt.worker_id.is_some();
-        rearm = true;
-    }
-    if let Some(heartbeat) = update.last_heartbeat_time {
-        attempt.last_heartbeat_time = Some(heartbeat);
-        rearm = true;
-    }
-    if let Some(metadata) = update.metadata {
-        attempt.metadata = metadata;
-    }
-    storage.save_attempt(&attempt)?;
     if rearm {
-        arm_watchdog(storage, &attempt, &rollout.config)?;
+        arm_watchdog(storage, &attempt)?;
     }
     propagate_attempt(storage, &attempt, now)?;
     if sync {
@@ -377,69 +403,91 @@ pub fn update_attempt<S: Storage + ?Sized>(
 /// duplicates are skipped. Each stored span is a heartbeat of its attempt.
 pub fn add_spans<S: Storage + ?Sized>(storage: &mut S, spans: Vec<Span>, now: f64) -> StoreResult<Vec<Arc<Span>>> {
     run_watchdog_if_due(storage, now)?;
-    // The attempts the spans belong to, each looked up once (a batch is usually one attempt's).
-    let mut attempts: Vec<Attempt> = Vec::new();
+    // The attempts the spans belong to, each looked up once (a batch is usually one attempt's),
+    // and whether a span of theirs was stored.
+    let mut attempts: Vec<SpanTarget> = Vec::new();
     let mut targets = Vec::with_capacity(spans.len());
     for span in &spans {
         let known = attempts
             .iter()
-            .position(|a| a.attempt_id == span.attempt_id && a.rollout_id == span.rollout_id);
+            .position(|t| t.attempt_id == span.attempt_id && t.rollout_id == span.rollout_id);
         let index = match known {
             Some(index) => index,
             None => {
-                if storage.rollout_status(&span.rollout_id)?.is_none() {
-                    return Err(StoreError::RolloutNotFound(span.rollout_id.clone()));
-                }
-                let attempt = storage.attempt(&span.rollout_id, &span.attempt_id)?.ok_or_else(|| {
-                    StoreError::AttemptNotFound {
-                        rollout_id: span.rollout_id.clone(),
-                        attempt_id: span.attempt_id.clone(),
-                    }
-                })?;
-                attempts.push(attempt);
+                attempts.push(SpanTarget::find(storage, span)?);
                 attempts.len() - 1
             }
         };
         targets.push(index);
     }
     let mut stored = Vec::with_capacity(spans.len());
-    let mut alive = vec![false; attempts.len()];
     for (span, index) in spans.into_iter().zip(targets) {
-        if let Some(span) = storage.insert_span(span, attempts[index].sequence_id)? {
+        let target = &mut attempts[index];
+        if let Some(span) = storage.insert_span(span, target.sequence_id)? {
             stored.push(span);
-            alive[index] = true;
+            target.heard = true;
         }
     }
-    for (attempt, alive) in attempts.iter_mut().zip(alive) {
-        if alive {
-            heartbeat(storage, attempt, now)?;
-        }
+    for target in attempts.iter().filter(|t| t.heard) {
+        heartbeat(storage, &target.rollout_id, &target.attempt_id, now)?;
     }
     Ok(stored)
 }
 
-/// A span arrived for `attempt`: it is alive, and if it is the latest and now runs, so does its
+/// The attempt a span of a batch belongs to.
+struct SpanTarget {
+    rollout_id: String,
+    attempt_id: String,
+    sequence_id: u32,
+    /// Whether a span of this batch was stored for it (then it had a heartbeat).
+    heard: bool,
+}
+
+impl SpanTarget {
+    /// The span's attempt; an unknown rollout or attempt is an error.
+    fn find<S: Storage + ?Sized>(storage: &mut S, span: &Span) -> StoreResult<Self> {
+        if storage.read_rollout(&span.rollout_id, |_| ())?.is_none() {
+            return Err(StoreError::RolloutNotFound(span.rollout_id.clone()));
+        }
+        let sequence_id = storage
+            .read_attempt(&span.rollout_id, AttemptRef::Id(&span.attempt_id), |a| a.sequence_id)?
+            .ok_or_else(|| StoreError::AttemptNotFound {
+                rollout_id: span.rollout_id.clone(),
+                attempt_id: span.attempt_id.clone(),
+            })?;
+        Ok(Self {
+            rollout_id: span.rollout_id.clone(),
+            attempt_id: span.attempt_id.clone(),
+            sequence_id,
+            heard: false,
+        })
+    }
+}
+
+/// A span arrived for the attempt: it is alive, and if it is the latest and now runs, so does its
 /// rollout. A late span of an ended attempt only refreshes its heartbeat time.
-fn heartbeat<S: Storage + ?Sized>(storage: &mut S, attempt: &mut Attempt, now: f64) -> StoreResult<()> {
-    attempt.last_heartbeat_time = Some(now);
-    let before = attempt.status;
-    attempt.status = rules::attempt_status_after_span(before);
-    storage.save_attempt(attempt)?;
-    if before == AttemptStatus::Unresponsive
-        && let Some(rollout) = storage.rollout(&attempt.rollout_id)?
-    {
-        arm_watchdog(storage, attempt, &rollout.config)?;
-    }
-    if attempt.status != AttemptStatus::Running || storage.attempt_count(&attempt.rollout_id)? != attempt.sequence_id {
-        return Ok(());
-    }
-    let Some(status) = storage.rollout_status(&attempt.rollout_id)? else {
+fn heartbeat<S: Storage + ?Sized>(storage: &mut S, rollout_id: &str, attempt_id: &str, now: f64) -> StoreResult<()> {
+    let heard = storage.modify_attempt(rollout_id, AttemptRef::Id(attempt_id), |attempt| {
+        attempt.last_heartbeat_time = Some(now);
+        let before = attempt.status;
+        attempt.status = rules::attempt_status_after_span(before);
+        let revived = before == AttemptStatus::Unresponsive;
+        (revived.then(|| attempt.clone()), attempt.status, attempt.sequence_id)
+    })?;
+    let Some((revived, status, sequence)) = heard else {
         return Ok(());
     };
-    if let Some(status) = rules::rollout_status_after_span(status)
-        && let Some(mut rollout) = storage.rollout(&attempt.rollout_id)?
-    {
-        set_rollout_status(storage, &mut rollout, status, now)?;
+    if let Some(attempt) = revived {
+        arm_watchdog(storage, &attempt)?;
+    }
+    if status != AttemptStatus::Running || storage.attempt_count(rollout_id)? != sequence {
+        return Ok(());
+    }
+    let change = storage.read_rollout(rollout_id, |rollout| {
+        rules::rollout_status_after_span(rollout.status).map(|status| (status, rollout.end_time))
+    })?;
+    if let Some(Some((status, end_time))) = change {
+        set_rollout_status(storage, rollout_id, status, end_time, now)?;
     }
     Ok(())
 }
@@ -457,14 +505,17 @@ pub fn next_span_sequence_ids<S: Storage + ?Sized>(
     run_watchdog_if_due(storage, now)?;
     let mut issued = Vec::with_capacity(pairs.len());
     for &(rollout_id, attempt_id) in pairs {
-        if storage.rollout_status(rollout_id)?.is_none() {
+        if storage.read_rollout(rollout_id, |_| ())?.is_none() {
             tracing::warn!(
                 rollout_id,
                 attempt_id,
                 "span sequence id asked for a rollout the store does not hold; issued from a counter of its own \
                  as Agent-lightning 0.3.0 does"
             );
-        } else if storage.attempt(rollout_id, attempt_id)?.is_none() {
+        } else if storage
+            .read_attempt(rollout_id, AttemptRef::Id(attempt_id), |_| ())?
+            .is_none()
+        {
             tracing::warn!(
                 rollout_id,
                 attempt_id,
@@ -544,11 +595,11 @@ pub fn heartbeat_worker<S: Storage + ?Sized>(
     if worker_id.is_empty() {
         return Err(StoreError::InvalidArgument("worker_id must not be empty".into()));
     }
-    let mut worker = storage.worker(worker_id)?.unwrap_or_else(|| Worker::new(worker_id));
-    worker.last_heartbeat_time = Some(now);
-    if let Some(stats) = update.heartbeat_stats {
-        worker.heartbeat_stats = Some(stats);
-    }
-    storage.save_worker(&worker)?;
-    Ok(worker)
+    storage.modify_worker(worker_id, |worker| {
+        worker.last_heartbeat_time = Some(now);
+        if let Some(stats) = update.heartbeat_stats {
+            worker.heartbeat_stats = Some(stats);
+        }
+        worker.clone()
+    })
 }

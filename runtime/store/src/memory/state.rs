@@ -8,6 +8,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::model::*;
 use crate::query_exec::{Page, SortKey, Sortable, combine, string_conditions};
 use crate::storage::{Storage, StorageCounts};
+use crate::store::AttemptRef;
 use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use std::collections::VecDeque;
@@ -47,6 +48,16 @@ impl RolloutEntry {
             odd_span_keys: FxHashSet::default(),
             last_span_sequence: 0,
             in_queue: false,
+        }
+    }
+
+    fn attempt_mut(&mut self, which: AttemptRef<'_>) -> Option<&mut Attempt> {
+        match which {
+            AttemptRef::Latest => self.attempts.last_mut(),
+            AttemptRef::Id(id) => {
+                let index = self.attempt_index(id)?;
+                Some(&mut self.attempts[index])
+            }
         }
     }
 
@@ -126,11 +137,22 @@ pub(crate) struct State {
     pub waiters: Waiters,
     total_attempts: u64,
     total_spans: u64,
+    /// The slot found last: one operation looks its rollout up several times (once per storage
+    /// primitive), and comparing an id is cheaper than hashing it.
+    last_slot: std::cell::Cell<u32>,
 }
 
 impl State {
     pub fn slot(&self, rollout_id: &str) -> Option<u32> {
-        self.index.get(rollout_id).copied()
+        let last = self.last_slot.get();
+        if let Some(entry) = self.rollouts.get(last as usize)
+            && entry.rollout.rollout_id == rollout_id
+        {
+            return Some(last);
+        }
+        let slot = self.index.get(rollout_id).copied()?;
+        self.last_slot.set(slot);
+        Some(slot)
     }
 
     fn entry_of(&mut self, rollout_id: &str) -> Option<&mut RolloutEntry> {
@@ -325,10 +347,10 @@ impl Storage for State {
             .map(|slot| self.rollouts[slot as usize].rollout.clone()))
     }
 
-    fn rollout_status(&mut self, rollout_id: &str) -> StoreResult<Option<RolloutStatus>> {
+    fn read_rollout<T>(&mut self, rollout_id: &str, read: impl FnOnce(&Rollout) -> T) -> StoreResult<Option<T>> {
         Ok(self
             .slot(rollout_id)
-            .map(|slot| self.rollouts[slot as usize].rollout.status))
+            .map(|slot| read(&self.rollouts[slot as usize].rollout)))
     }
 
     fn insert_rollout(&mut self, rollout: &Rollout) -> StoreResult<bool> {
@@ -404,18 +426,32 @@ impl Storage for State {
             .map_or(0, |slot| self.rollouts[slot as usize].attempts.len() as u32))
     }
 
-    fn attempt(&mut self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Attempt>> {
-        let Some(slot) = self.slot(rollout_id) else {
-            return Ok(None);
-        };
-        let entry = &self.rollouts[slot as usize];
-        Ok(entry
-            .attempt_index(attempt_id)
-            .map(|index| entry.attempts[index].clone()))
-    }
-
     fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
         Ok(self.latest_attempt_of(rollout_id))
+    }
+
+    fn read_attempt<T>(
+        &mut self,
+        rollout_id: &str,
+        which: AttemptRef<'_>,
+        read: impl FnOnce(&Attempt) -> T,
+    ) -> StoreResult<Option<T>> {
+        Ok(self
+            .entry_of(rollout_id)
+            .and_then(|entry| entry.attempt_mut(which))
+            .map(|attempt| read(attempt)))
+    }
+
+    fn modify_attempt<T>(
+        &mut self,
+        rollout_id: &str,
+        which: AttemptRef<'_>,
+        modify: impl FnOnce(&mut Attempt) -> T,
+    ) -> StoreResult<Option<T>> {
+        Ok(self
+            .entry_of(rollout_id)
+            .and_then(|entry| entry.attempt_mut(which))
+            .map(modify))
     }
 
     fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()> {
@@ -424,15 +460,6 @@ impl Storage for State {
             .ok_or_else(|| StoreError::RolloutNotFound(attempt.rollout_id.clone()))?;
         entry.attempts.push(attempt.clone());
         self.total_attempts += 1;
-        Ok(())
-    }
-
-    fn save_attempt(&mut self, attempt: &Attempt) -> StoreResult<()> {
-        if let Some(entry) = self.entry_of(&attempt.rollout_id)
-            && let Some(index) = entry.attempt_index(&attempt.attempt_id)
-        {
-            entry.attempts[index].clone_from(attempt);
-        }
         Ok(())
     }
 
@@ -499,18 +526,12 @@ impl Storage for State {
         Ok(self.latest_resources.clone())
     }
 
-    fn worker(&mut self, worker_id: &str) -> StoreResult<Option<Worker>> {
-        Ok(self.workers.get(worker_id).cloned())
-    }
-
-    fn save_worker(&mut self, worker: &Worker) -> StoreResult<()> {
-        match self.workers.get_mut(&worker.worker_id) {
-            Some(stored) => stored.clone_from(worker),
-            None => {
-                self.workers.insert(worker.worker_id.clone(), worker.clone());
-            }
-        }
-        Ok(())
+    fn modify_worker<T>(&mut self, worker_id: &str, modify: impl FnOnce(&mut Worker) -> T) -> StoreResult<T> {
+        let index = match self.workers.get_index_of(worker_id) {
+            Some(index) => index,
+            None => self.workers.insert_full(worker_id.to_owned(), Worker::new(worker_id)).0,
+        };
+        Ok(modify(&mut self.workers[index]))
     }
 
     fn counts(&mut self) -> StoreResult<StorageCounts> {
