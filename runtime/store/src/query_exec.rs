@@ -1,5 +1,6 @@
-//! Executes queries over records held in memory: filter combination (and/or), validation of
-//! limit/offset/sort field, stable sorting with the 0.3.0 null rules, and pagination.
+//! Executes queries over records held in memory: each query's filters (shared by every backend),
+//! filter combination (and/or), validation of limit/offset/sort field, stable sorting with the
+//! 0.3.0 null rules, and pagination.
 
 use crate::error::{StoreError, StoreResult};
 use crate::model::*;
@@ -317,4 +318,89 @@ mod tests {
         assert!(items.is_empty());
         assert_eq!(total, 3);
     }
+}
+
+// ---- the filters of each query, shared by every backend -------------------------------------------
+
+/// The string conditions of a span query (besides its rollout and attempt).
+pub fn span_matches(s: &Span, query: &SpanQuery, logic: FilterLogic) -> bool {
+    let [trace, trace_in] = string_conditions(
+        Some(&s.trace_id),
+        query.trace_id.as_deref(),
+        query.trace_id_contains.as_deref(),
+    );
+    let [span, span_in] = string_conditions(
+        Some(&s.span_id),
+        query.span_id.as_deref(),
+        query.span_id_contains.as_deref(),
+    );
+    let [parent, parent_in] = string_conditions(
+        s.parent_id.as_deref(),
+        query.parent_id.as_deref(),
+        query.parent_id_contains.as_deref(),
+    );
+    let [name, name_in] = string_conditions(Some(&s.name), query.name.as_deref(), query.name_contains.as_deref());
+    combine(
+        logic,
+        &[trace, trace_in, span, span_in, parent, parent_in, name, name_in],
+    )
+}
+
+/// The conditions of a rollout query.
+pub struct RolloutFilter<'q> {
+    query: &'q RolloutQuery,
+    logic: FilterLogic,
+    wanted_ids: Option<rustc_hash::FxHashSet<&'q str>>,
+}
+
+impl<'q> RolloutFilter<'q> {
+    pub fn of(query: &'q RolloutQuery) -> Self {
+        Self {
+            query,
+            logic: query.filter_logic.unwrap_or_default(),
+            wanted_ids: query
+                .rollout_id_in
+                .as_ref()
+                .map(|ids| ids.iter().map(String::as_str).collect()),
+        }
+    }
+
+    pub fn matches(&self, rollout: &Rollout) -> bool {
+        combine(
+            self.logic,
+            &[
+                self.query.status_in.as_ref().map(|s| s.contains(&rollout.status)),
+                self.wanted_ids
+                    .as_ref()
+                    .map(|ids| ids.contains(rollout.rollout_id.as_str())),
+                self.query
+                    .rollout_id_contains
+                    .as_deref()
+                    .map(|c| rollout.rollout_id.contains(c)),
+            ],
+        )
+    }
+}
+
+/// The conditions of a resources query.
+pub fn resources_match(resources: &ResourcesUpdate, query: &ResourcesQuery) -> bool {
+    combine(
+        FilterLogic::And,
+        &string_conditions(
+            Some(&resources.resources_id),
+            query.resources_id.as_deref(),
+            query.resources_id_contains.as_deref(),
+        ),
+    )
+}
+
+/// The conditions of a worker query.
+pub fn worker_matches(worker: &Worker, query: &WorkerQuery) -> bool {
+    combine(
+        query.filter_logic.unwrap_or_default(),
+        &[
+            query.status_in.as_ref().map(|s| s.contains(&worker.status)),
+            query.worker_id_contains.as_deref().map(|c| worker.worker_id.contains(c)),
+        ],
+    )
 }

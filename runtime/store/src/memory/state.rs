@@ -6,7 +6,7 @@ use super::waiters::Waiters;
 use super::watchdog::Agenda;
 use crate::error::{StoreError, StoreResult};
 use crate::model::*;
-use crate::query_exec::{Page, SortKey, Sortable, combine, string_conditions};
+use crate::query_exec::{Page, RolloutFilter, SortKey, Sortable, resources_match, span_matches, worker_matches};
 use crate::storage::{Storage, StorageCounts};
 use crate::store::AttemptRef;
 use indexmap::IndexMap;
@@ -89,30 +89,6 @@ impl Sortable for RolloutEntry {
     }
 }
 
-/// The string conditions of a span query (besides its rollout and attempt).
-fn span_matches(s: &Span, query: &SpanQuery, logic: FilterLogic) -> bool {
-    let [trace, trace_in] = string_conditions(
-        Some(&s.trace_id),
-        query.trace_id.as_deref(),
-        query.trace_id_contains.as_deref(),
-    );
-    let [span, span_in] = string_conditions(
-        Some(&s.span_id),
-        query.span_id.as_deref(),
-        query.span_id_contains.as_deref(),
-    );
-    let [parent, parent_in] = string_conditions(
-        s.parent_id.as_deref(),
-        query.parent_id.as_deref(),
-        query.parent_id_contains.as_deref(),
-    );
-    let [name, name_in] = string_conditions(Some(&s.name), query.name.as_deref(), query.name_contains.as_deref());
-    combine(
-        logic,
-        &[trace, trace_in, span, span_in, parent, parent_in, name, name_in],
-    )
-}
-
 fn parse_hex_u64(id: &str) -> Option<u64> {
     if id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
         u64::from_str_radix(id, 16).ok()
@@ -191,23 +167,10 @@ impl State {
             }
             _ => self.rollouts.iter().collect(),
         };
-        let wanted_ids: Option<FxHashSet<&str>> = query
-            .rollout_id_in
-            .as_ref()
-            .map(|ids| ids.iter().map(String::as_str).collect());
+        let filter = RolloutFilter::of(query);
         let matches: Vec<&RolloutEntry> = candidates
             .into_iter()
-            .filter(|entry| {
-                let r = &entry.rollout;
-                combine(
-                    logic,
-                    &[
-                        query.status_in.as_ref().map(|s| s.contains(&r.status)),
-                        wanted_ids.as_ref().map(|ids| ids.contains(r.rollout_id.as_str())),
-                        query.rollout_id_contains.as_deref().map(|c| r.rollout_id.contains(c)),
-                    ],
-                )
-            })
+            .filter(|entry| filter.matches(&entry.rollout))
             .collect();
         let (items, total) = page.apply(matches);
         Ok(page.result(items.into_iter().map(RolloutEntry::view).collect(), total))
@@ -292,16 +255,7 @@ impl State {
         let matches: Vec<&ResourcesUpdate> = self
             .resources
             .values()
-            .filter(|r| {
-                combine(
-                    FilterLogic::And,
-                    &string_conditions(
-                        Some(&r.resources_id),
-                        query.resources_id.as_deref(),
-                        query.resources_id_contains.as_deref(),
-                    ),
-                )
-            })
+            .filter(|r| resources_match(r, query))
             .collect();
         let (items, total) = page.apply(matches);
         Ok(page.result(items.into_iter().cloned().collect(), total))
@@ -311,19 +265,10 @@ impl State {
 
     pub fn query_workers(&self, query: &WorkerQuery) -> StoreResult<Paginated<Worker>> {
         let page = Page::<Worker>::of(query)?;
-        let logic = query.filter_logic.unwrap_or_default();
         let matches: Vec<&Worker> = self
             .workers
             .values()
-            .filter(|w| {
-                combine(
-                    logic,
-                    &[
-                        query.status_in.as_ref().map(|s| s.contains(&w.status)),
-                        query.worker_id_contains.as_deref().map(|c| w.worker_id.contains(c)),
-                    ],
-                )
-            })
+            .filter(|w| worker_matches(w, query))
             .collect();
         let (items, total) = page.apply(matches);
         Ok(page.result(items.into_iter().cloned().collect(), total))
