@@ -265,61 +265,6 @@ pub fn string_conditions(value: Option<&str>, exact: Option<&str>, contains: Opt
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn combine_treats_unasked_conditions_as_absent() {
-        assert!(combine(FilterLogic::And, &[None, None]));
-        assert!(combine(FilterLogic::Or, &[None, None]));
-        assert!(!combine(FilterLogic::And, &[Some(true), Some(false)]));
-        assert!(combine(FilterLogic::Or, &[Some(false), None, Some(true)]));
-        assert!(!combine(FilterLogic::Or, &[Some(false), None]));
-    }
-
-    #[test]
-    fn page_rejects_bad_limit_offset_and_sort_field() {
-        for query in [
-            WorkerQuery::default().limit(0),
-            WorkerQuery::default().limit(-2),
-            WorkerQuery::default().offset(-1),
-            WorkerQuery::default().sort_by("nope", SortOrder::Asc),
-        ] {
-            let err = Page::<Worker>::of(&query).unwrap_err();
-            assert!(matches!(err, StoreError::InvalidArgument(_)), "{err}");
-        }
-        assert!(Page::<Worker>::of(&WorkerQuery::default().limit(-1)).is_ok());
-    }
-
-    #[test]
-    fn missing_times_sort_last_ascending_and_pagination_slices_after_sorting() {
-        let mut workers: Vec<Worker> = (0..5).map(|i| Worker::new(format!("w{i}"))).collect();
-        workers[0].last_busy_time = Some(3.0);
-        workers[2].last_busy_time = Some(1.0);
-        workers[4].last_busy_time = Some(2.0);
-        let query = WorkerQuery::default()
-            .sort_by("last_busy_time", SortOrder::Asc)
-            .limit(3)
-            .offset(1);
-        let page = Page::<Worker>::of(&query).unwrap();
-        let (items, total) = page.apply(workers.iter().collect());
-        assert_eq!(total, 5);
-        let ids: Vec<_> = items.iter().map(|w| w.worker_id.as_str()).collect();
-        assert_eq!(ids, ["w4", "w0", "w1"]);
-    }
-
-    #[test]
-    fn offset_past_the_end_gives_an_empty_page() {
-        let workers: Vec<Worker> = (0..3).map(|i| Worker::new(format!("w{i}"))).collect();
-        let query = WorkerQuery::default().offset(10);
-        let page = Page::<Worker>::of(&query).unwrap();
-        let (items, total) = page.apply(workers.iter().collect());
-        assert!(items.is_empty());
-        assert_eq!(total, 3);
-    }
-}
-
 // ---- the filters of each query, shared by every backend -------------------------------------------
 
 /// The string conditions of a span query (besides its rollout and attempt).
@@ -403,4 +348,59 @@ pub fn worker_matches(worker: &Worker, query: &WorkerQuery) -> bool {
             query.worker_id_contains.as_deref().map(|c| worker.worker_id.contains(c)),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combine_treats_unasked_conditions_as_absent() {
+        assert!(combine(FilterLogic::And, &[None, None]));
+        assert!(combine(FilterLogic::Or, &[None, None]));
+        assert!(!combine(FilterLogic::And, &[Some(true), Some(false)]));
+        assert!(combine(FilterLogic::Or, &[Some(false), None, Some(true)]));
+        assert!(!combine(FilterLogic::Or, &[Some(false), None]));
+    }
+
+    #[test]
+    fn page_rejects_bad_limit_offset_and_sort_field() {
+        for query in [
+            WorkerQuery::default().limit(0),
+            WorkerQuery::default().limit(-2),
+            WorkerQuery::default().offset(-1),
+            WorkerQuery::default().sort_by("nope", SortOrder::Asc),
+        ] {
+            let err = Page::<Worker>::of(&query).unwrap_err();
+            assert!(matches!(err, StoreError::InvalidArgument(_)), "{err}");
+        }
+        assert!(Page::<Worker>::of(&WorkerQuery::default().limit(-1)).is_ok());
+    }
+
+    #[test]
+    fn missing_times_sort_last_ascending_and_pagination_slices_after_sorting() {
+        let mut workers: Vec<Worker> = (0..5).map(|i| Worker::new(format!("w{i}"))).collect();
+        workers[0].last_busy_time = Some(3.0);
+        workers[2].last_busy_time = Some(1.0);
+        workers[4].last_busy_time = Some(2.0);
+        let query = WorkerQuery::default()
+            .sort_by("last_busy_time", SortOrder::Asc)
+            .limit(3)
+            .offset(1);
+        let page = Page::<Worker>::of(&query).unwrap();
+        let (items, total) = page.apply(workers.iter().collect());
+        assert_eq!(total, 5);
+        let ids: Vec<_> = items.iter().map(|w| w.worker_id.as_str()).collect();
+        assert_eq!(ids, ["w4", "w0", "w1"]);
+    }
+
+    #[test]
+    fn offset_past_the_end_gives_an_empty_page() {
+        let workers: Vec<Worker> = (0..3).map(|i| Worker::new(format!("w{i}"))).collect();
+        let query = WorkerQuery::default().offset(10);
+        let page = Page::<Worker>::of(&query).unwrap();
+        let (items, total) = page.apply(workers.iter().collect());
+        assert!(items.is_empty());
+        assert_eq!(total, 3);
+    }
 }
