@@ -184,6 +184,13 @@ pub struct RunnerArgs {
     /// After Ctrl-C / SIGTERM, how long the running attempts may take to finish.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub grace: String,
+    /// The unresponsive limit of rollouts that set none (no unresponsive_seconds), given when a
+    /// runner here takes one: if its attempt's heartbeats stop for this long (the runner died or
+    /// hangs), the store marks it unresponsive and the rollout is retried on another runner (once,
+    /// unless its own retries allow more). At least 3 × --heartbeat; 0: leave such rollouts
+    /// without a limit.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub unresponsive_after: String,
     /// No line per finished rollout (`run --strategy client-server` starts its runners so).
     #[arg(long)]
     pub quiet: bool,
@@ -204,7 +211,7 @@ pub struct RunArgs {
     pub agent: Option<PathBuf>,
     /// Run the algorithm against this remote store (`agl-host store`), e.g. http://10.0.0.5:4747:
     /// its runners (`agl-host runner --store URL --agent ...`) run the agent, so no --agent here.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["agent", "strategy", "runners", "port"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["agent", "strategy", "runners", "port", "unresponsive_after"])]
     pub store: Option<String>,
     /// The remote store's bearer token (with --store).
     #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
@@ -264,6 +271,11 @@ pub struct CommonArgs {
     /// Interval of runner heartbeats (worker and running attempt).
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub heartbeat: String,
+    /// The unresponsive limit the runners give rollouts that set none (see `agl-host runner
+    /// --help`), so that a rollout whose runner dies is retried on another. Default: 30s with
+    /// --strategy client-server; none with shared-memory, whose runners live and die with the store.
+    #[arg(long, value_name = "DURATION")]
+    pub unresponsive_after: Option<String>,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]

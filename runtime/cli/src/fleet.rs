@@ -1,105 +1,81 @@
-//! The client-server strategy's runner processes: `agl-host runner` children of this process,
-//! pointed at the store this process serves. Their log lines are relayed with a prefix; when the
-//! run ends they get SIGTERM (finish the running attempt, then exit), and SIGKILL after the grace
-//! period. A runner that dies mid-rollout only loses its attempt: the store's watchdog marks it
-//! unresponsive or timed out, and the rollout's retry policy decides.
+//! How the client-server strategy launches a runner process: `agl-host runner` (this same
+//! executable) with the run's agent, heartbeat, grace, liveness, LLM and sandbox flags, pointed at
+//! the store this process serves; its log lines relayed with a `runner N:` prefix. Supervising and
+//! stopping the processes is the strategy's (agl_runner::ExecutionStrategy); a runner that dies
+//! mid-rollout only loses its attempt, which the store's watchdog takes back (unresponsive).
 
 use crate::progress::Progress;
-use agl_runner::{RemoteRunners, Shutdown};
+use agl_runner::{RunnerLauncher, RunnerProcess};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::ffi::OsString;
-use std::process::Stdio;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::Mutex;
 
-pub struct ProcessFleet {
-    children: Mutex<Vec<(usize, Child)>>,
+/// Starts `exe runner --store URL <args> --runners 1 --quiet --worker-prefix runner-N`.
+pub struct ProcessLauncher {
+    pub exe: PathBuf,
+    /// The runner's flags but `--store` and those above.
+    pub args: Vec<OsString>,
+    pub progress: Arc<Progress>,
 }
 
-impl ProcessFleet {
-    /// Starts `count` runner processes: `exe runner <args>`, each with `--runners 1`.
-    pub fn spawn(
-        count: usize,
-        exe: &std::path::Path,
-        args: &[OsString],
-        progress: &Arc<Progress>,
-    ) -> anyhow::Result<Self> {
-        let mut children = Vec::with_capacity(count);
-        for index in 1..=count {
-            let mut child = Command::new(exe)
-                .arg("runner")
-                .args(args)
-                .args([
-                    "--runners",
-                    "1",
-                    "--quiet",
-                    "--worker-prefix",
-                    &format!("runner-{index}"),
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| anyhow::anyhow!("cannot start runner process {index}: {e}"))?;
-            progress.println(&format!(
-                "started runner process {index} (pid {})",
-                child.id().map_or_else(|| "?".to_owned(), |p| p.to_string())
-            ));
-            if let Some(stderr) = child.stderr.take() {
-                let progress = progress.clone();
-                tokio::spawn(async move {
-                    let mut lines = BufReader::new(stderr).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        progress.println(&format!("runner {index}: {line}"));
-                    }
-                });
-            }
-            children.push((index, child));
+impl RunnerLauncher for ProcessLauncher {
+    fn launch(&self, index: usize, store_url: &str) -> Result<Box<dyn RunnerProcess>, String> {
+        let mut child = Command::new(&self.exe)
+            .arg("runner")
+            .args(["--store", store_url])
+            .args(&self.args)
+            .args([
+                "--runners",
+                "1",
+                "--quiet",
+                "--worker-prefix",
+                &format!("runner-{index}"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        self.progress.println(&format!(
+            "started runner process {index} (pid {})",
+            child.id().map_or_else(|| "?".to_owned(), |p| p.to_string())
+        ));
+        if let Some(stderr) = child.stderr.take() {
+            let progress = self.progress.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    progress.println(&format!("runner {index}: {line}"));
+                }
+            });
         }
-        Ok(Self {
-            children: Mutex::new(children),
-        })
+        Ok(Box::new(RunnerChild(child)))
     }
 }
 
-fn signal(child: &Child, signal: Signal) {
-    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-        // An error means it has already exited: nothing to do.
-        let _ = kill(Pid::from_raw(pid), signal);
-    }
-}
+/// A runner process: stopped with SIGTERM, killed with SIGKILL (and when dropped).
+struct RunnerChild(Child);
 
 #[async_trait::async_trait]
-impl RemoteRunners for ProcessFleet {
-    async fn stop(&self, grace: Duration, forced: &Shutdown) -> bool {
-        let mut children = self.children.lock().await;
-        for (_, child) in children.iter() {
-            signal(child, Signal::SIGTERM);
+impl RunnerProcess for RunnerChild {
+    fn stop(&mut self) {
+        if let Some(pid) = self.0.id().and_then(|p| i32::try_from(p).ok()) {
+            // An error means it has already exited: nothing to do.
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
-        let all_exited = async {
-            for (_, child) in children.iter_mut() {
-                let _ = child.wait().await;
-            }
-        };
-        let exited = tokio::select! {
-            _ = all_exited => true,
-            _ = tokio::time::sleep(grace) => false,
-            _ = forced.forced() => false,
-        };
-        if !exited {
-            for (index, child) in children.iter_mut() {
-                if matches!(child.try_wait(), Ok(None)) {
-                    tracing::warn!("runner process {index} did not stop within {grace:?}; killing it");
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
-                }
-            }
-        }
-        !exited
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.start_kill();
+    }
+
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.0.wait().await
     }
 }

@@ -1,11 +1,9 @@
 //! A store served elsewhere (`agl-host store`): the HTTP client with its token, checked with a
-//! health probe before anything else starts; and, for `agl-host run --store URL`, the runners of
-//! that store, which the run reads from but does not own.
+//! health probe before anything else starts. (Its runners, which `agl-host run --store URL` does
+//! not own, are agl_runner::ExecutionStrategy::External.)
 
 use crate::inputs::InputError;
 use agl_client::{ClientOptions, HttpStoreClient};
-use agl_runner::{RemoteRunners, Shutdown};
-use std::time::Duration;
 
 /// A client of the store at `url`, once it answers its health probe.
 pub async fn connect(url: &str, token: Option<String>) -> Result<HttpStoreClient, InputError> {
@@ -20,14 +18,4 @@ pub async fn connect(url: &str, token: Option<String>) -> Result<HttpStoreClient
         )));
     }
     Ok(client)
-}
-
-/// The runners of a remote store: started and stopped by their own operators, not by this run.
-pub struct TheirRunners;
-
-#[async_trait::async_trait]
-impl RemoteRunners for TheirRunners {
-    async fn stop(&self, _grace: Duration, _forced: &Shutdown) -> bool {
-        false
-    }
 }

@@ -1,20 +1,25 @@
 //! `agl-host run` / `agl-host dev`: check every input before anything is built, build and load the
-//! components, run the trainer (shared-memory: runners in this process; client-server: this process
-//! serves the store and starts runner processes; `--store URL`: the algorithm against a remote
-//! store whose runners are elsewhere) with the progress display, handle Ctrl-C, then write the
-//! results file and print the summary.
+//! components, choose the execution strategy (shared-memory: runners in this process;
+//! client-server: this process serves the store and the strategy starts runner processes of this
+//! executable; `--store URL`: the algorithm against a remote store whose runners are elsewhere),
+//! run the trainer with the progress display, handle Ctrl-C, then write the results file and print
+//! the summary.
 
 use crate::args::{CommonArgs, Strategy};
 use crate::components::{self, file_name};
-use crate::fleet::ProcessFleet;
-use crate::inputs::{self, InputError};
+use crate::fleet::ProcessLauncher;
+use crate::inputs;
 use crate::llm;
 use crate::output::{self, stderr_line};
 use crate::progress::Progress;
 use crate::remote;
 use crate::results::{Results, ResultsInput};
+use crate::runner_cmd::{self, DEFAULT_UNRESPONSIVE_AFTER, RunnerTiming};
 use crate::signals::{self, Interrupts};
-use agl_runner::{FitRequest, Hook, RunReport, RunnerOptions, Runners, Shutdown, Trainer, TrainerOptions};
+use agl_runner::{
+    ExecutionStrategy, FitRequest, Hook, InProcessRunners, RunReport, RunnerProcesses, Shutdown, Trainer,
+    TrainerOptions,
+};
 use agl_store::{InMemoryLightningStore, LightningStore};
 use agl_wasm::LogLevel;
 use anyhow::Context;
@@ -34,9 +39,9 @@ pub enum Target<'a> {
     RemoteStore { url: &'a str, token: Option<String> },
 }
 
-fn duration(flag: &str, value: &str) -> Result<std::time::Duration, InputError> {
-    agl_wasm::policy::parse_duration(value).map_err(|e| InputError(format!("--{flag}: {e}")))
-}
+/// Once asked to stop, how long runner processes get beyond their own grace period (to mark the
+/// attempts they abandon) before they are killed.
+const RUNNER_PROCESS_STOP_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u8) -> anyhow::Result<ExitCode> {
     // Every input is checked before anything is built or started.
@@ -47,8 +52,15 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     };
     let initial_resources = common.resources.as_deref().map(inputs::read_resources).transpose()?;
     let config_json = inputs::read_algorithm_config(common.algo_config.as_deref())?;
-    let grace = duration("grace", &common.grace)?;
-    let heartbeat = duration("heartbeat", &common.heartbeat)?;
+    let grace = runner_cmd::duration("grace", &common.grace)?;
+    // Runner processes give rollouts a default unresponsive limit; runners in this process share
+    // the store's fate, so they give none unless asked.
+    let unresponsive_after = match (&common.unresponsive_after, common.strategy) {
+        (Some(value), _) => Some(value.as_str()),
+        (None, Strategy::ClientServer) => Some(DEFAULT_UNRESPONSIVE_AFTER),
+        (None, Strategy::SharedMemory) => None,
+    };
+    let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
     let llm = llm::backend(&common.llm)?;
     let algo_source = inputs::algorithm_source(algo)?;
     let (agent_source, remote_store) = match &target {
@@ -122,41 +134,45 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         move || second.println("stopping at once"),
     );
 
-    // Who runs the rollouts: local runners, runner processes of a store served here, or remote ones.
+    // Who runs the rollouts: runners in this process, runner processes of a store served here, or
+    // the remote store's own.
     let mut server = None;
-    let runners = match (agent, &agent_plan) {
+    let hooks: Arc<[Arc<dyn Hook>]> = Arc::new([progress.clone() as Arc<dyn Hook>]);
+    let strategy = match (agent, &agent_plan) {
         (Some(agent), Some(plan)) if common.strategy == Strategy::ClientServer => {
             drop(agent); // the runner processes load it themselves
-            let (handle, fleet) = serve_to_runner_processes(&common, &store, &plan.path, &progress).await?;
+            let handle = serve_store(common.port, &store, &progress).await?;
+            let strategy = ExecutionStrategy::Processes(RunnerProcesses {
+                store_url: handle.url().to_owned(),
+                count: usize::from(common.runners),
+                launcher: Arc::new(ProcessLauncher {
+                    exe: std::env::current_exe().context("finding the agl-host executable")?,
+                    args: runner_process_args(&common, &plan.path, unresponsive_after.unwrap_or("0")),
+                    progress: progress.clone(),
+                }),
+                stop_timeout: grace + RUNNER_PROCESS_STOP_MARGIN,
+            });
             server = Some(handle);
-            Runners::Remote(Arc::new(fleet))
+            strategy
         }
-        (Some(agent), _) => Runners::Local {
-            agent: Arc::new(agent),
-            count: usize::from(common.runners),
-        },
+        (Some(agent), _) => ExecutionStrategy::InProcess(InProcessRunners {
+            options: timing.runner_options(),
+            hooks,
+            ..InProcessRunners::new(Arc::new(agent), llm.clone(), usize::from(common.runners))
+        }),
         (None, _) => {
             progress.println("the algorithm enqueues into the remote store; its runners run the rollouts");
-            Runners::Remote(Arc::new(remote::TheirRunners))
+            ExecutionStrategy::External
         }
     };
 
-    let hooks: Arc<[Arc<dyn Hook>]> = Arc::new([progress.clone() as Arc<dyn Hook>]);
     let trainer = Trainer::new(
         store.clone(),
-        runners,
+        strategy,
         Arc::new(algorithm),
         llm,
         progress.clone(),
-        TrainerOptions {
-            grace,
-            hooks,
-            runner: RunnerOptions {
-                heartbeat_interval: heartbeat,
-                ..RunnerOptions::default()
-            },
-            ..TrainerOptions::default()
-        },
+        TrainerOptions { grace },
     );
     let request = FitRequest {
         config_json,
@@ -214,35 +230,80 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     Ok(exit)
 }
 
-/// Client-server: serves `store` on loopback and starts the runner processes of the agent at
-/// `agent_path` against it.
-async fn serve_to_runner_processes(
-    common: &CommonArgs,
+/// Client-server: serves `store` on loopback (`port` 0: any free port).
+async fn serve_store(
+    port: u16,
     store: &Arc<dyn LightningStore>,
-    agent_path: &Path,
     progress: &Arc<Progress>,
-) -> anyhow::Result<(agl_server::ServerHandle, ProcessFleet)> {
+) -> anyhow::Result<agl_server::ServerHandle> {
     let options = agl_server::ServerOptions {
-        port: common.port,
+        port,
         ..agl_server::ServerOptions::default()
     };
     let handle = agl_server::serve(store.clone(), options)
         .await
         .context("starting the store server")?;
     progress.println(&format!("store served at {}", handle.url()));
+    Ok(handle)
+}
+
+/// Client-server: the flags of each runner process but `--store` (the agent at `agent_path`, and
+/// this run's heartbeat, unresponsive limit, grace, LLM and sandbox flags).
+fn runner_process_args(common: &CommonArgs, agent_path: &Path, unresponsive_after: &str) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = vec![
-        "--store".into(),
-        handle.url().into(),
         "--agent".into(),
         agent_path.as_os_str().to_owned(),
         "--heartbeat".into(),
         common.heartbeat.clone().into(),
         "--grace".into(),
         common.grace.clone().into(),
+        "--unresponsive-after".into(),
+        unresponsive_after.into(),
     ];
     args.extend(common.llm.to_args());
     args.extend(common.sandbox.to_args());
-    let exe = std::env::current_exe().context("finding the agl-host executable")?;
-    let fleet = ProcessFleet::spawn(usize::from(common.runners), &exe, &args, progress)?;
-    Ok((handle, fleet))
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn runner_processes_get_the_runs_timing_flags() {
+        let cli = Cli::try_parse_from([
+            "agl-host",
+            "run",
+            "--agent",
+            "a.wasm",
+            "--algo",
+            "baseline",
+            "--train",
+            "t.jsonl",
+            "--strategy",
+            "client-server",
+            "--heartbeat",
+            "100ms",
+            "--grace",
+            "5s",
+        ])
+        .expect("parses");
+        let Command::Run(run) = cli.command else {
+            panic!("expected run");
+        };
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["agl-host".into(), "runner".into(), "--store".into(), "http://x".into()];
+        args.extend(runner_process_args(&run.common, Path::new("a.wasm"), "3s"));
+        let Command::Runner(runner) = Cli::try_parse_from(args).expect("the runner accepts them").command else {
+            panic!("expected runner");
+        };
+        let timing = (
+            runner.heartbeat.as_str(),
+            runner.grace.as_str(),
+            runner.unresponsive_after.as_str(),
+        );
+        assert_eq!(timing, ("100ms", "5s", "3s"));
+    }
 }

@@ -1,5 +1,8 @@
 //! `agl-host runner`: N runners in this process against a remote store (HTTP), until Ctrl-C or
-//! SIGTERM (finish the running attempts, then exit; a second signal abandons them).
+//! SIGTERM (finish the running attempts, then exit; a second signal or the end of the grace
+//! period abandons them). Starting and stopping them is agl_runner::ExecutionStrategy's; this
+//! command wires the flags, and owns the runner timing flags that `run` passes on to its runner
+//! processes ([`RunnerTiming`]).
 
 use crate::args::RunnerArgs;
 use crate::components::{self, file_name};
@@ -9,18 +12,63 @@ use crate::output::stderr_line;
 use crate::remote;
 use crate::sandbox;
 use crate::signals::{self, Interrupts};
-use agl_runner::{Hook, HookContext, Runner, RunnerOptions, Shutdown};
+use agl_runner::{ExecutionStrategy, Hook, HookContext, InProcessRunners, RunnerOptions, Shutdown};
 use agl_store::AttemptStatus;
 use agl_store::LightningStore;
-use agl_wasm::{AttemptOutcome, SpanRecorder};
+use agl_wasm::AttemptOutcome;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The unresponsive limit runners in their own processes give rollouts that set none.
+pub const DEFAULT_UNRESPONSIVE_AFTER: &str = "30s";
+
+/// How runners heartbeat, and the unresponsive limit they give rollouts that set none.
+#[derive(Debug, Clone, Copy)]
+pub struct RunnerTiming {
+    pub heartbeat: Duration,
+    pub unresponsive_after: Option<Duration>,
+}
+
+impl RunnerTiming {
+    /// From `--heartbeat` and `--unresponsive-after` (`0`: none); the limit must leave room for a
+    /// few heartbeats, so that one late heartbeat does not cost an attempt.
+    pub fn parse(heartbeat: &str, unresponsive_after: Option<&str>) -> Result<Self, InputError> {
+        let heartbeat = duration("heartbeat", heartbeat)?;
+        let unresponsive_after = unresponsive_after
+            .map(|value| duration("unresponsive-after", value))
+            .transpose()?
+            .filter(|limit| !limit.is_zero());
+        if let Some(limit) = unresponsive_after
+            && limit < heartbeat * 3
+        {
+            return Err(InputError(format!(
+                "--unresponsive-after {limit:?} is less than 3 × --heartbeat ({heartbeat:?}): a live runner's \
+                 attempts would be taken for unresponsive; raise it, or lower --heartbeat"
+            )));
+        }
+        Ok(Self {
+            heartbeat,
+            unresponsive_after,
+        })
+    }
+
+    pub fn runner_options(&self) -> RunnerOptions {
+        RunnerOptions {
+            heartbeat_interval: self.heartbeat,
+            default_unresponsive: self.unresponsive_after,
+            ..RunnerOptions::default()
+        }
+    }
+}
+
+pub fn duration(flag: &str, value: &str) -> Result<Duration, InputError> {
+    agl_wasm::policy::parse_duration(value).map_err(|e| InputError(format!("--{flag}: {e}")))
+}
+
 pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
-    let heartbeat =
-        agl_wasm::policy::parse_duration(&args.heartbeat).map_err(|e| InputError(format!("--heartbeat: {e}")))?;
-    let grace = agl_wasm::policy::parse_duration(&args.grace).map_err(|e| InputError(format!("--grace: {e}")))?;
+    let timing = RunnerTiming::parse(&args.heartbeat, Some(&args.unresponsive_after))?;
+    let grace = duration("grace", &args.grace)?;
     let llm = llm::backend(&args.llm)?;
     let source = inputs::agent_source(&args.agent)?;
     let client = remote::connect(&args.store, args.token.clone()).await?;
@@ -30,8 +78,6 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
     components::require_llm(&agent, "agent", &args.llm)?;
     let interrupts = Interrupts::register()?;
     let store: Arc<dyn LightningStore> = Arc::new(client);
-    let recorder = Arc::new(SpanRecorder::new(store.clone(), Duration::from_millis(100)));
-    let agent = Arc::new(agent);
     let prefix = args
         .worker_prefix
         .clone()
@@ -56,48 +102,21 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
         },
         || stderr_line("stopping at once"),
     );
-    let force_after_grace = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            shutdown.stopping().await;
-            tokio::time::sleep(grace).await;
-            shutdown.force();
-        })
-    };
     let hooks: Arc<[Arc<dyn Hook>]> = if args.quiet {
         Arc::new([])
     } else {
         Arc::new([Arc::new(RolloutLog) as Arc<dyn Hook>])
     };
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut counters = Vec::new();
-    for index in 1..=args.runners {
-        let worker_id = if args.runners == 1 {
-            prefix.clone()
-        } else {
-            format!("{prefix}-{index}")
-        };
-        let runner = Runner::new(worker_id, store.clone(), agent.clone(), llm.clone(), recorder.clone())
-            .with_hooks(hooks.clone())
-            .with_options(RunnerOptions {
-                heartbeat_interval: heartbeat,
-                ..RunnerOptions::default()
-            });
-        counters.push(runner.counters());
-        let stop = shutdown.clone();
-        tasks.spawn(async move { runner.run(&stop).await });
-    }
-    while let Some(joined) = tasks.join_next().await {
-        if let Err(e) = joined {
-            tracing::error!("a runner task ended abnormally: {e}");
-        }
-    }
-    force_after_grace.abort();
-    if let Err(e) = recorder.flush().await {
-        tracing::warn!("final span flush failed: {e}");
-    }
-    let succeeded: u64 = counters.iter().map(|c| c.succeeded()).sum();
-    let failed: u64 = counters.iter().map(|c| c.failed()).sum();
+    let strategy = ExecutionStrategy::InProcess(InProcessRunners {
+        worker_prefix: prefix.clone(),
+        options: timing.runner_options(),
+        hooks,
+        ..InProcessRunners::new(Arc::new(agent), llm, usize::from(args.runners))
+    });
+    let fleet = strategy.start(&store, &shutdown)?;
+    shutdown.stopping().await;
+    let drained = fleet.drain(Some(grace), &shutdown).await;
+    let (succeeded, failed) = drained.attempts.unwrap_or_default();
     stderr_line(&format!(
         "{prefix}: stopped after {succeeded} succeeded and {failed} failed attempts"
     ));
@@ -129,4 +148,30 @@ fn rollout_line(ctx: &HookContext<'_>, outcome: &AttemptOutcome) -> String {
         ctx.attempt.sequence_id,
         outcome.elapsed.as_millis()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unresponsive_limit_is_optional_and_leaves_room_for_heartbeats() {
+        let timing = RunnerTiming::parse("2s", Some(DEFAULT_UNRESPONSIVE_AFTER)).expect("the defaults fit");
+        assert_eq!(timing.unresponsive_after, Some(Duration::from_secs(30)));
+        assert_eq!(
+            timing.runner_options().default_unresponsive,
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            RunnerTiming::parse("2s", Some("0"))
+                .expect("0: none")
+                .unresponsive_after,
+            None
+        );
+        assert_eq!(RunnerTiming::parse("2s", None).expect("none").unresponsive_after, None);
+        let error = RunnerTiming::parse("2s", Some("5s")).expect_err("two heartbeats are not enough");
+        assert!(error.0.contains("less than 3 × --heartbeat"), "{}", error.0);
+        let error = RunnerTiming::parse("2s", Some("soon")).expect_err("not a duration");
+        assert!(error.0.starts_with("--unresponsive-after: "), "{}", error.0);
+    }
 }

@@ -2,14 +2,17 @@
 //! resources_id, else the latest), run the agent in a fresh instance, and finalize the attempt
 //! (`succeeded`, or `failed` with the reason in the attempt's metadata). Spans reach the store
 //! through the shared span recorder; the final reward span is written by the host. Heartbeats go
-//! out on an interval. Nothing an agent does can stop a runner: every failure ends its attempt.
+//! out on an interval, for as long as an attempt runs, and a runner may give the rollouts it takes
+//! a default unresponsive limit (so that its death is noticed). Nothing an agent does can stop a
+//! runner: every failure ends its attempt. Starting and stopping N runners is strategy.rs's.
 
 use crate::hooks::{Hook, Hooks};
 use crate::shutdown::Shutdown;
 use agl_llm::LlmBackend;
 use agl_store::{
     AttemptRef, AttemptStatus, AttemptUpdate, AttemptedRollout, EnqueueRolloutRequest, JsonMap, LightningStore, Mode,
-    NamedResources, ResourcesUpdate, RolloutView, StartRolloutRequest, StoreError, WorkerUpdate,
+    NamedResources, ResourcesUpdate, RolloutConfig, RolloutUpdate, RolloutView, StartRolloutRequest, StoreError,
+    WorkerUpdate,
 };
 use agl_wasm::algorithm::ATTEMPT_FAILURE_KEY;
 use agl_wasm::{AgentComponent, AttemptOutcome, AttemptRequest, SpanRecorder};
@@ -22,9 +25,16 @@ use thiserror::Error;
 #[derive(Debug, Clone)]
 pub struct RunnerOptions {
     /// Interval of heartbeats: the worker's (`update_worker`, with its counts) and the running
-    /// attempt's (`update_attempt` with `last_heartbeat_time`), so that an agent waiting on a slow
-    /// LLM call is not taken for unresponsive while a dead runner's attempt is.
+    /// attempt's (`update_attempt` with `last_heartbeat_time`, also while the runner drains after
+    /// a graceful stop), so that an agent waiting on a slow LLM call is not taken for unresponsive
+    /// while a dead runner's attempt is.
     pub heartbeat_interval: Duration,
+    /// The unresponsive limit given to a rollout that has none (`unresponsive_seconds` unset)
+    /// when this runner takes it, with `unresponsive` made retryable (see [`liveness_default`]):
+    /// runners in another process than the store's set it, so that an attempt whose runner died
+    /// is taken back by the store's watchdog instead of staying `running` for ever. `None`: the
+    /// rollout's config is left as its algorithm wrote it.
+    pub default_unresponsive: Option<Duration>,
     /// First wait after an empty queue; doubles up to `max_poll_interval` while it stays empty.
     pub min_poll_interval: Duration,
     pub max_poll_interval: Duration,
@@ -34,10 +44,30 @@ impl Default for RunnerOptions {
     fn default() -> Self {
         Self {
             heartbeat_interval: Duration::from_secs(2),
+            default_unresponsive: None,
             min_poll_interval: Duration::from_millis(1),
             max_poll_interval: Duration::from_millis(50),
         }
     }
+}
+
+/// `config` with a runner's default unresponsive limit, or `None` when it has its own limit (its
+/// algorithm decided; left alone). An attempt that goes unresponsive lost its runner, which is no
+/// fault of the rollout's: `unresponsive` joins the retry conditions, and a rollout that had no
+/// retries at all gets one more attempt for it (its failures still are not retried).
+pub fn liveness_default(config: &RolloutConfig, limit: Duration) -> Option<RolloutConfig> {
+    if config.unresponsive_seconds.is_some() {
+        return None;
+    }
+    let mut config = config.clone();
+    config.unresponsive_seconds = Some(limit.as_secs_f64());
+    if !config.retry_condition.contains(&AttemptStatus::Unresponsive) {
+        if config.retry_condition.is_empty() {
+            config.max_attempts = config.max_attempts.max(2);
+        }
+        config.retry_condition.push(AttemptStatus::Unresponsive);
+    }
+    Some(config)
 }
 
 /// Why `step` could not run a rollout (agent failures are not errors: they are outcomes).
@@ -75,8 +105,19 @@ pub struct Runner {
     worker_id: Arc<str>,
     options: RunnerOptions,
     counters: Arc<RunnerCounters>,
-    /// The attempt running now (rollout id, attempt id), for its heartbeats.
-    current: Arc<parking_lot::Mutex<Option<(String, String)>>>,
+    /// The attempt running now, for its heartbeats.
+    current: Arc<parking_lot::Mutex<Option<Running>>>,
+}
+
+/// The attempt a runner is running, as its heartbeats name it.
+#[derive(Debug, Clone)]
+struct Running {
+    rollout_id: String,
+    attempt_id: String,
+    /// The store's clock minus this machine's, estimated from the attempt's start time when the
+    /// runner got it (early by the time the answer took): heartbeats are stamped in the store's
+    /// time, so that a runner whose clock is behind is not taken for unresponsive.
+    store_clock_offset: f64,
 }
 
 impl Runner {
@@ -124,7 +165,7 @@ impl Runner {
     /// Runs rollouts from the queue until `shutdown` stops it. A graceful stop lets the running
     /// attempt finish; a forced one abandons it (failed, "stopped before it finished").
     pub async fn run(&self, shutdown: &Shutdown) {
-        let heartbeat = self.spawn_heartbeat(shutdown.clone());
+        let _heartbeat = AbortOnDrop(self.spawn_heartbeat());
         let mut idle = self.options.min_poll_interval;
         while !shutdown.is_stopping() {
             match self.store.dequeue_rollout(Some(&self.worker_id)).await {
@@ -155,7 +196,6 @@ impl Runner {
                 }
             }
         }
-        heartbeat.abort();
     }
 
     /// Online learning: starts a rollout on `input` (with `resources` published as a new
@@ -206,7 +246,13 @@ impl Runner {
     /// Runs one attempt to its end and finalizes it in the store.
     async fn execute(&self, rollout: &AttemptedRollout) -> AttemptOutcome {
         let (r, a) = (&rollout.rollout, &rollout.attempt);
-        *self.current.lock() = Some((r.rollout_id.clone(), a.attempt_id.clone()));
+        let offset = a.start_time - unix_now();
+        *self.current.lock() = Some(Running {
+            rollout_id: r.rollout_id.clone(),
+            attempt_id: a.attempt_id.clone(),
+            store_clock_offset: if offset.is_finite() { offset } else { 0.0 },
+        });
+        self.apply_liveness_default(rollout).await;
         let resources = self.resources_for(rollout).await;
         tracing::debug!(worker = %self.worker_id, rollout = %r.rollout_id, attempt = %a.attempt_id, "attempt started");
         self.hooks.rollout_start(r, a);
@@ -235,6 +281,26 @@ impl Runner {
         };
         self.hooks.rollout_end(r, a, &outcome);
         outcome
+    }
+
+    /// Gives the rollout this runner's default unresponsive limit if it has none (see
+    /// [`RunnerOptions::default_unresponsive`]). Failing to is logged: the attempt still runs.
+    async fn apply_liveness_default(&self, rollout: &AttemptedRollout) {
+        let Some(limit) = self.options.default_unresponsive else {
+            return;
+        };
+        let Some(config) = liveness_default(&rollout.rollout.config, limit) else {
+            return;
+        };
+        let rollout_id = &rollout.rollout.rollout_id;
+        let update = RolloutUpdate {
+            config: Some(config),
+            ..RolloutUpdate::default()
+        };
+        if let Err(e) = self.store.update_rollout(rollout_id, update).await {
+            tracing::warn!(worker = %self.worker_id, rollout = %rollout_id,
+                "cannot give the rollout the default unresponsive limit ({limit:?}): {e}");
+        }
     }
 
     /// Marks an attempt that was running when a forced stop came as failed.
@@ -266,7 +332,8 @@ impl Runner {
         }
     }
 
-    fn spawn_heartbeat(&self, shutdown: Shutdown) -> tokio::task::JoinHandle<()> {
+    /// Heartbeats until aborted (when [`Self::run`] ends): a draining runner's attempt is alive.
+    fn spawn_heartbeat(&self) -> tokio::task::JoinHandle<()> {
         let store = self.store.clone();
         let worker_id = self.worker_id.clone();
         let counters = self.counters.clone();
@@ -274,11 +341,9 @@ impl Runner {
         let interval = self.options.heartbeat_interval;
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                tokio::select! {
-                    _ = shutdown.stopping() => return,
-                    _ = ticker.tick() => {}
-                }
+                ticker.tick().await;
                 let mut stats = JsonMap::new();
                 stats.insert("succeeded".into(), counters.succeeded().into());
                 stats.insert("failed".into(), counters.failed().into());
@@ -289,13 +354,13 @@ impl Runner {
                     tracing::warn!(worker = %worker_id, "heartbeat failed: {e}");
                 }
                 let running = current.lock().clone();
-                if let Some((rollout_id, attempt_id)) = running {
+                if let Some(running) = running {
                     let update = AttemptUpdate {
-                        last_heartbeat_time: Some(unix_now()),
+                        last_heartbeat_time: Some(unix_now() + running.store_clock_offset),
                         ..AttemptUpdate::default()
                     };
                     if let Err(e) = store
-                        .update_attempt(&rollout_id, AttemptRef::Id(&attempt_id), update)
+                        .update_attempt(&running.rollout_id, AttemptRef::Id(&running.attempt_id), update)
                         .await
                     {
                         tracing::warn!(worker = %worker_id, "attempt heartbeat failed: {e}");
@@ -306,10 +371,63 @@ impl Runner {
     }
 }
 
+/// Aborts a task when dropped (the heartbeat of a runner whose `run` ended or was dropped).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Seconds since the Unix epoch, as the store's times are.
 fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(json: serde_json::Value) -> RolloutConfig {
+        serde_json::from_value(json).expect("a rollout config")
+    }
+
+    #[test]
+    fn a_rollout_without_retries_gets_the_limit_and_one_retry_for_an_unresponsive_attempt() {
+        let given = liveness_default(&RolloutConfig::default(), Duration::from_secs(30)).expect("a default");
+        assert_eq!(given.unresponsive_seconds, Some(30.0));
+        assert_eq!(given.max_attempts, 2);
+        assert_eq!(given.retry_condition, [AttemptStatus::Unresponsive]);
+        assert_eq!(given.timeout_seconds, None);
+    }
+
+    #[test]
+    fn a_rollout_with_retries_keeps_its_attempts_and_retries_unresponsive_ones_too() {
+        let own = config(serde_json::json!({"max_attempts": 3, "retry_condition": ["failed"], "timeout_seconds": 60}));
+        let given = liveness_default(&own, Duration::from_millis(1500)).expect("a default");
+        assert_eq!(given.unresponsive_seconds, Some(1.5));
+        assert_eq!(given.max_attempts, 3);
+        assert_eq!(
+            given.retry_condition,
+            [AttemptStatus::Failed, AttemptStatus::Unresponsive]
+        );
+        assert_eq!(given.timeout_seconds, Some(60.0));
+    }
+
+    #[test]
+    fn a_rollout_that_already_retries_unresponsive_attempts_only_gets_the_limit() {
+        let own = config(serde_json::json!({"max_attempts": 4, "retry_condition": ["unresponsive"]}));
+        let given = liveness_default(&own, Duration::from_secs(30)).expect("a default");
+        assert_eq!((given.max_attempts, given.retry_condition.len()), (4, 1));
+    }
+
+    #[test]
+    fn a_rollout_with_its_own_unresponsive_limit_is_left_alone() {
+        let own = config(serde_json::json!({"unresponsive_seconds": 5, "max_attempts": 1}));
+        assert_eq!(liveness_default(&own, Duration::from_secs(30)), None);
+    }
 }

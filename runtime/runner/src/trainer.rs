@@ -1,62 +1,29 @@
-//! The trainer: publish the initial resources, start the runners (shared-memory: N runners on the
-//! store in this process; or runners elsewhere), run the algorithm component on this task, and when
-//! it ends let the runners drain (finish what they run, take nothing new) and stop. A graceful stop
-//! aborts the algorithm and gives the runners `grace` to finish; a forced stop (or the grace
-//! running out) abandons running attempts. An agent can only fail its own attempt; a panicking
-//! runner task is logged, not propagated.
+//! The trainer: publish the initial resources, start the runners of its [`ExecutionStrategy`], run
+//! the algorithm component on this task, and when it ends let the runners drain (finish what they
+//! run, take nothing new) and stop. A graceful stop aborts the algorithm and gives the runners
+//! `grace` to finish; a forced stop (or the grace running out) abandons running attempts. How
+//! runners start and stop is strategy.rs's; an agent can only fail its own attempt.
 
-use crate::hooks::Hook;
-use crate::runner::{Runner, RunnerOptions};
 use crate::shutdown::Shutdown;
+use crate::strategy::{ExecutionStrategy, StrategyError};
 use agl_llm::LlmBackend;
 use agl_store::{LightningStore, NamedResources, StoreError};
-use agl_wasm::{
-    AgentComponent, AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest, SpanRecorder,
-};
+use agl_wasm::{AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use tokio::task::JoinSet;
-
-/// Runners outside this process (the client-server strategy's runner processes, or runners on
-/// other machines): the trainer starts none itself and stops these when the algorithm ends or the
-/// run is stopped.
-#[async_trait::async_trait]
-pub trait RemoteRunners: Send + Sync {
-    /// Asks them to stop (finishing what they run), waits up to `grace` — less when `forced`
-    /// fires — then stops them for good. Returns whether it had to. Runners this run does not own
-    /// (`agl-host run --store URL`) are left running: nothing to do.
-    async fn stop(&self, grace: Duration, forced: &Shutdown) -> bool;
-}
-
-/// Who executes the rollouts the algorithm enqueues.
-#[derive(Clone)]
-pub enum Runners {
-    /// `count` (≥ 1) runners in this process, on the trainer's store, running `agent`.
-    Local { agent: Arc<AgentComponent>, count: usize },
-    /// Runners elsewhere, reading the same store (over HTTP).
-    Remote(Arc<dyn RemoteRunners>),
-}
 
 /// How the trainer runs.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct TrainerOptions {
-    /// After a graceful stop, how long running attempts may take before they are abandoned; after
-    /// the algorithm ends, how long remote runners may take to stop.
+    /// After a graceful stop, how long running attempts may take before they are abandoned.
     pub grace: Duration,
-    pub runner: RunnerOptions,
-    /// How often buffered spans are flushed to the store.
-    pub span_flush_interval: Duration,
-    pub hooks: Arc<[Arc<dyn Hook>]>,
 }
 
 impl Default for TrainerOptions {
     fn default() -> Self {
         Self {
             grace: Duration::from_secs(10),
-            runner: RunnerOptions::default(),
-            span_flush_interval: Duration::from_millis(100),
-            hooks: Arc::new([]),
         }
     }
 }
@@ -76,6 +43,8 @@ pub struct FitRequest {
 pub enum TrainerError {
     #[error("cannot publish the initial resources: {0}")]
     InitialResources(StoreError),
+    #[error(transparent)]
+    Runners(#[from] StrategyError),
 }
 
 /// How a run ended.
@@ -94,7 +63,8 @@ pub struct FitReport {
     pub status: FitStatus,
     /// The algorithm's outcome, unless the run was interrupted first.
     pub algorithm: Option<AlgorithmOutcome>,
-    /// Attempts this process's runners finished, by outcome (`None` with remote runners).
+    /// Attempts this process's runners finished, (succeeded, failed) (`None` with runners in
+    /// other processes).
     pub attempts: Option<(u64, u64)>,
     /// Whether running attempts had to be abandoned.
     pub forced: bool,
@@ -103,7 +73,7 @@ pub struct FitReport {
 
 pub struct Trainer {
     store: Arc<dyn LightningStore>,
-    runners: Runners,
+    strategy: ExecutionStrategy,
     algorithm: Arc<AlgorithmComponent>,
     llm: Arc<dyn LlmBackend>,
     observer: Arc<dyn AlgorithmObserver>,
@@ -113,7 +83,7 @@ pub struct Trainer {
 impl Trainer {
     pub fn new(
         store: Arc<dyn LightningStore>,
-        runners: Runners,
+        strategy: ExecutionStrategy,
         algorithm: Arc<AlgorithmComponent>,
         llm: Arc<dyn LlmBackend>,
         observer: Arc<dyn AlgorithmObserver>,
@@ -121,7 +91,7 @@ impl Trainer {
     ) -> Self {
         Self {
             store,
-            runners,
+            strategy,
             algorithm,
             llm,
             observer,
@@ -138,26 +108,7 @@ impl Trainer {
                 .await
                 .map_err(TrainerError::InitialResources)?;
         }
-        let recorder = Arc::new(SpanRecorder::new(self.store.clone(), self.options.span_flush_interval));
-        let runner_stop = shutdown.child();
-        let mut runners = JoinSet::new();
-        let mut counters = Vec::new();
-        if let Runners::Local { agent, count } = &self.runners {
-            for index in 0..(*count).max(1) {
-                let runner = Runner::new(
-                    format!("runner-{index}"),
-                    self.store.clone(),
-                    agent.clone(),
-                    self.llm.clone(),
-                    recorder.clone(),
-                )
-                .with_hooks(self.options.hooks.clone())
-                .with_options(self.options.runner.clone());
-                counters.push(runner.counters());
-                let stop = runner_stop.clone();
-                runners.spawn(async move { runner.run(&stop).await });
-            }
-        }
+        let fleet = self.strategy.start(&self.store, shutdown)?;
 
         let algorithm_run = self.algorithm.run(AlgorithmRequest {
             store: self.store.clone(),
@@ -172,14 +123,10 @@ impl Trainer {
             outcome = algorithm_run => Some(outcome),
             _ = shutdown.stopping() => None,
         };
-        let interrupted = algorithm.is_none();
-        runner_stop.stop();
-        let forced = self
-            .wait_for_runners(&mut runners, &runner_stop, shutdown, interrupted)
-            .await;
-        if let Err(e) = recorder.flush().await {
-            tracing::warn!("final span flush failed: {e}");
-        }
+        // The algorithm is done: nothing waits for new work, so only an interrupted run's running
+        // attempts have a time limit.
+        let grace = algorithm.is_none().then_some(self.options.grace);
+        let drained = fleet.drain(grace, shutdown).await;
 
         let status = match &algorithm {
             None => FitStatus::Interrupted,
@@ -191,57 +138,9 @@ impl Trainer {
         Ok(FitReport {
             status,
             algorithm,
-            attempts: matches!(self.runners, Runners::Local { .. }).then(|| {
-                (
-                    counters.iter().map(|c| c.succeeded()).sum(),
-                    counters.iter().map(|c| c.failed()).sum(),
-                )
-            }),
-            forced,
+            attempts: drained.attempts,
+            forced: drained.forced,
             elapsed: started.elapsed(),
         })
-    }
-
-    /// Waits for the draining runners; forces them on a forced shutdown, or when an interrupted
-    /// run's grace period is over. Remote runners are asked to stop (they get the grace period).
-    /// Returns whether it had to force.
-    async fn wait_for_runners(
-        &self,
-        runners: &mut JoinSet<()>,
-        runner_stop: &Shutdown,
-        shutdown: &Shutdown,
-        interrupted: bool,
-    ) -> bool {
-        if let Runners::Remote(remote) = &self.runners {
-            return remote.stop(self.options.grace, shutdown).await;
-        }
-        let grace = async {
-            if interrupted {
-                tokio::time::sleep(self.options.grace).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
-        // A forced stop wins over runners that have just drained: they drained because of it
-        // (each abandons its attempt on the same signal), and the report must say so.
-        let drained = tokio::select! {
-            biased;
-            _ = shutdown.forced() => false,
-            _ = grace => false,
-            _ = join_all(runners) => true,
-        };
-        if !drained {
-            runner_stop.force();
-            join_all(runners).await;
-        }
-        !drained
-    }
-}
-
-async fn join_all(runners: &mut JoinSet<()>) {
-    while let Some(joined) = runners.join_next().await {
-        if let Err(e) = joined {
-            tracing::error!("a runner task ended abnormally: {e}");
-        }
     }
 }

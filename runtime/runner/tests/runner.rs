@@ -1,18 +1,22 @@
 //! Runner and trainer against real components (the probe agent, the baseline plugin) and the
-//! in-memory store: hook order, step(), heartbeats, missing resources, a whole fit.
+//! in-memory store: hook order, step(), heartbeats, a dead runner's attempt taken back and run
+//! again, a whole fit.
 
-use agl_llm::ScriptedBackend;
+use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, ScriptedBackend};
 use agl_runner::{
-    FitRequest, FitStatus, Hook, HookContext, Runner, RunnerOptions, Runners, Shutdown, Trainer, TrainerOptions,
+    ExecutionStrategy, FitRequest, FitStatus, Hook, HookContext, InProcessRunners, Runner, RunnerOptions, Shutdown,
+    Trainer, TrainerOptions,
 };
 use agl_store::{
-    AttemptStatus, EnqueueRolloutRequest, InMemoryLightningStore, LightningStore, Mode, NamedResources, RolloutStatus,
+    AttemptQuery, AttemptStatus, EnqueueRolloutRequest, InMemoryLightningStore, LightningStore, Mode, NamedResources,
+    RolloutStatus,
 };
 use agl_wasm::{
     AgentComponent, AttemptOutcome, EngineOptions, RecordingObserver, SandboxPolicy, SpanRecorder, WasmHost,
 };
 use parking_lot::Mutex;
 use serde_json::json;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -174,6 +178,111 @@ async fn a_running_runner_sends_heartbeats_with_its_counts() {
     assert_eq!(stats["failed"], 0, "{stats:?}");
 }
 
+/// An LLM whose first call never returns (its agent waits, alive); later calls answer "ok".
+struct StallsFirst {
+    calls: AtomicU64,
+    stalled: tokio::sync::Notify,
+    answers: ScriptedBackend,
+}
+
+impl StallsFirst {
+    fn new() -> Self {
+        let rules = r#"{"rules": [], "fallback": {"reply": "ok"}}"#;
+        Self {
+            calls: AtomicU64::new(0),
+            stalled: tokio::sync::Notify::new(),
+            answers: ScriptedBackend::from_json_str(rules).expect("rules"),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmBackend for StallsFirst {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.stalled.notify_one();
+            std::future::pending::<()>().await;
+        }
+        self.answers.chat(request).await
+    }
+    fn default_model(&self) -> &str {
+        self.answers.default_model()
+    }
+    fn describe(&self) -> String {
+        "an LLM whose first call never returns".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_runners_attempt_goes_unresponsive_and_its_rollout_runs_again_on_another_runner() {
+    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+    let recorder = Arc::new(SpanRecorder::new(store.clone(), Duration::from_millis(20)));
+    let llm = Arc::new(StallsFirst::new());
+    let options = RunnerOptions {
+        heartbeat_interval: Duration::from_millis(50),
+        default_unresponsive: Some(Duration::from_secs(1)),
+        ..RunnerOptions::default()
+    };
+    let runner = |name: &str| {
+        Runner::new(name, store.clone(), probe(), llm.clone(), recorder.clone()).with_options(options.clone())
+    };
+    // The algorithm set no unresponsive limit, nor retries.
+    let rollout = store
+        .enqueue_rollout(EnqueueRolloutRequest::new(json!({"do": "llm_once", "prompt": "hi"})))
+        .await
+        .expect("enqueue");
+    let id = rollout.rollout_id.clone();
+    let first = runner("w-a");
+    let dies = tokio::spawn(async move { first.run(&Shutdown::new()).await });
+    tokio::time::timeout(Duration::from_secs(120), llm.stalled.notified())
+        .await
+        .expect("the agent calls the LLM");
+
+    // The runner gave the rollout its default limit, and a retry for an unresponsive attempt.
+    let config = store
+        .get_rollout_by_id(&id)
+        .await
+        .expect("query")
+        .expect("rollout")
+        .rollout
+        .config;
+    assert_eq!(config.unresponsive_seconds, Some(1.0), "{config:?}");
+    assert_eq!(
+        (config.max_attempts, config.retry_condition),
+        (2, vec![AttemptStatus::Unresponsive])
+    );
+    // Silent for longer than the limit, the agent is still alive: its runner's heartbeats say so.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let attempt = store.get_latest_attempt(&id).await.expect("query").expect("attempt");
+    // (`preparing` until its first span, which the LLM call has not made yet.)
+    assert!(
+        matches!(attempt.status, AttemptStatus::Preparing | AttemptStatus::Running),
+        "{attempt:?}"
+    );
+
+    // The runner dies: no more heartbeats, no final status. Another runner takes the rollout over.
+    dies.abort();
+    let _ = dies.await;
+    let second = runner("w-b");
+    drain(&store, &second, std::slice::from_ref(&id)).await;
+    let view = store.get_rollout_by_id(&id).await.expect("query").expect("rollout");
+    assert_eq!(view.rollout.status, RolloutStatus::Succeeded, "{view:?}");
+    let attempts = store
+        .query_attempts(&id, &AttemptQuery::default())
+        .await
+        .expect("attempts")
+        .items;
+    let seen: Vec<(AttemptStatus, Option<&str>)> =
+        attempts.iter().map(|a| (a.status, a.worker_id.as_deref())).collect();
+    assert_eq!(
+        seen,
+        [
+            (AttemptStatus::Unresponsive, Some("w-a")),
+            (AttemptStatus::Succeeded, Some("w-b"))
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fit_runs_the_baseline_with_two_runners_to_completion() {
     let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
@@ -184,10 +293,7 @@ async fn a_fit_runs_the_baseline_with_two_runners_to_completion() {
     let observer = Arc::new(RecordingObserver::default());
     let trainer = Trainer::new(
         store.clone(),
-        Runners::Local {
-            agent: probe(),
-            count: 2,
-        },
+        ExecutionStrategy::InProcess(InProcessRunners::new(probe(), llm(), 2)),
         Arc::new(algorithm),
         llm(),
         observer.clone(),
