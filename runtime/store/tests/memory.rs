@@ -7,6 +7,9 @@ use agl_store::*;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Random operation sequences the property test tries.
+pub const PROPERTY_CASES: u32 = 512;
+
 /// A store whose time moves only when the test says so, with no background tick.
 pub fn manual_store() -> (Arc<dyn StoreBackend>, ManualClock) {
     let clock = ManualClock::new(common::T0);

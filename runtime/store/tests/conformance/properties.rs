@@ -260,7 +260,9 @@ async fn check_ledger(store: &Store, ledger: &Ledger) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // As many cases as the backend's harness affords (a database backend runs fewer: each call
+    // is a committed transaction).
+    #![proptest_config(ProptestConfig { cases: crate::PROPERTY_CASES, ..ProptestConfig::default() })]
 
     #[test]
     fn random_operation_sequences_keep_every_invariant(ops in prop::collection::vec(op(), 1..120)) {

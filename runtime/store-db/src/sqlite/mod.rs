@@ -1,0 +1,383 @@
+//! `SqliteLightningStore`: the LightningStore kept in one SQLite file (WAL mode), for one process.
+//! Every call is a job for the writer thread (`writer.rs`), which runs the shared transitions
+//! (`agl_store::transitions`) over [`tx::SqliteTx`] and commits groups of calls together; a call
+//! returns once its change is committed. `wait_for_rollouts` sleeps until a commit finishes a
+//! rollout; the watchdog runs before every call and on a background tick, as in memory.
+
+mod queries;
+mod schema;
+mod tx;
+mod writer;
+
+pub use schema::VERSION as SCHEMA_VERSION;
+
+use crate::error::DbError;
+use agl_store::model::*;
+use agl_store::transitions;
+use agl_store::{AttemptRef, Clock, LightningStore, StoreBackend, StoreError, StoreOptions, StoreResult};
+use async_trait::async_trait;
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak, mpsc};
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+use tx::SqliteTx;
+use writer::{Job, JobEnd};
+
+struct Inner {
+    jobs: std::sync::Mutex<mpsc::Sender<Job>>,
+    clock: Arc<dyn Clock>,
+    started_at: f64,
+    /// Bumped after every commit that finished a rollout.
+    finished: watch::Sender<u64>,
+    path: PathBuf,
+}
+
+/// The SQLite LightningStore. Cloning gives another handle to the same store.
+#[derive(Clone)]
+pub struct SqliteLightningStore {
+    inner: Arc<Inner>,
+}
+
+impl SqliteLightningStore {
+    /// Opens (creating it and its folder if missing) the database at `path` and brings its
+    /// schema up to date. A background watchdog tick needs a Tokio runtime.
+    pub fn open(path: &Path, options: StoreOptions) -> Result<Self, DbError> {
+        let place = path.display().to_string();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| DbError::Open {
+                path: path.to_owned(),
+                reason: format!("cannot create its folder: {e}"),
+            })?;
+        }
+        let open_error = |e: rusqlite::Error| DbError::Open {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        };
+        let mut conn = Connection::open(path).map_err(open_error)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(open_error)?;
+        // WAL: readers never block the writer, and a commit is one append; NORMAL: a commit is
+        // durable once the process has written it (it survives the process being killed).
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(open_error)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %place, mode, "SQLite would not use WAL mode");
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_error)?;
+        schema::migrate(&mut conn, &place)?;
+
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let (finished, _) = watch::channel(0u64);
+        let inner = Arc::new(Inner {
+            jobs: std::sync::Mutex::new(sender),
+            started_at: options.clock.now(),
+            clock: options.clock,
+            finished,
+            path: path.to_owned(),
+        });
+        let notifier = inner.finished.clone();
+        std::thread::Builder::new()
+            .name("agl-sqlite-writer".into())
+            .spawn(move || {
+                writer::run(conn, receiver, |_finished| {
+                    notifier.send_modify(|generation| *generation += 1);
+                })
+            })
+            .map_err(|e| DbError::Other {
+                place,
+                reason: format!("cannot start its writer thread: {e}"),
+            })?;
+        if let Some(period) = options.watchdog_interval
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(watchdog_tick(Arc::downgrade(&inner), period));
+        }
+        Ok(Self { inner })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+}
+
+impl Inner {
+    /// Runs `op` on the writer thread, at the clock's now, inside a transaction; answers once it
+    /// is committed.
+    async fn call<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut SqliteTx<'_>, f64) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let (answer, answered) = oneshot::channel();
+        let clock = Arc::clone(&self.clock);
+        let job: Job = Box::new(move |tx: &mut SqliteTx<'_>| {
+            let result = op(tx, clock.now());
+            JobEnd {
+                succeeded: result.is_ok(),
+                answer: Box::new(move |failure: Option<StoreError>| {
+                    let _ = answer.send(match failure {
+                        Some(error) => Err(error),
+                        None => result,
+                    });
+                }),
+            }
+        });
+        let stopped = || StoreError::Backend("the SQLite store's writer has stopped (see the log)".into());
+        self.jobs
+            .lock()
+            .map_err(|_| stopped())?
+            .send(job)
+            .map_err(|_| stopped())?;
+        answered.await.map_err(|_| stopped())?
+    }
+
+    /// A read, after the watchdog has acted on whatever is due.
+    async fn read<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        self.call(move |tx, now| {
+            transitions::run_watchdog_if_due(tx, now)?;
+            op(tx.conn())
+        })
+        .await
+    }
+}
+
+async fn watchdog_tick(inner: Weak<Inner>, period: Duration) {
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        interval.tick().await;
+        let Some(inner) = inner.upgrade() else { break };
+        if let Err(error) = inner.call(|tx, now| transitions::run_watchdog(tx, now)).await {
+            tracing::warn!("SQLite store: the watchdog failed: {error}");
+        }
+    }
+}
+
+#[async_trait]
+impl LightningStore for SqliteLightningStore {
+    async fn start_rollout(&self, request: StartRolloutRequest) -> StoreResult<AttemptedRollout> {
+        self.inner
+            .call(move |tx, now| transitions::start_rollout(tx, request, now))
+            .await
+    }
+
+    async fn enqueue_rollouts(&self, requests: Vec<EnqueueRolloutRequest>) -> StoreResult<Vec<Rollout>> {
+        self.inner
+            .call(move |tx, now| transitions::enqueue(tx, requests, now))
+            .await
+    }
+
+    async fn dequeue_rollouts(&self, limit: usize, worker_id: Option<&str>) -> StoreResult<Vec<AttemptedRollout>> {
+        let worker_id = worker_id.map(str::to_owned);
+        self.inner
+            .call(move |tx, now| transitions::dequeue(tx, limit, worker_id.as_deref(), now))
+            .await
+    }
+
+    async fn start_attempt(&self, rollout_id: &str, worker_id: Option<&str>) -> StoreResult<AttemptedRollout> {
+        let (rollout_id, worker_id) = (rollout_id.to_owned(), worker_id.map(str::to_owned));
+        self.inner
+            .call(move |tx, now| transitions::start_attempt(tx, &rollout_id, worker_id.as_deref(), now))
+            .await
+    }
+
+    async fn update_rollout(&self, rollout_id: &str, update: RolloutUpdate) -> StoreResult<Rollout> {
+        let rollout_id = rollout_id.to_owned();
+        self.inner
+            .call(move |tx, now| transitions::update_rollout(tx, &rollout_id, update, now))
+            .await
+    }
+
+    async fn update_attempt(
+        &self,
+        rollout_id: &str,
+        attempt: AttemptRef<'_>,
+        update: AttemptUpdate,
+    ) -> StoreResult<Attempt> {
+        let rollout_id = rollout_id.to_owned();
+        let attempt_id = match attempt {
+            AttemptRef::Latest => None,
+            AttemptRef::Id(id) => Some(id.to_owned()),
+        };
+        self.inner
+            .call(move |tx, now| {
+                let which = attempt_id.as_deref().map_or(AttemptRef::Latest, AttemptRef::Id);
+                transitions::update_attempt(tx, &rollout_id, which, update, now)
+            })
+            .await
+    }
+
+    async fn query_rollouts(&self, query: &RolloutQuery) -> StoreResult<Paginated<RolloutView>> {
+        let query = query.clone();
+        self.inner.read(move |conn| queries::query_rollouts(conn, &query)).await
+    }
+
+    async fn query_attempts(&self, rollout_id: &str, query: &AttemptQuery) -> StoreResult<Paginated<Attempt>> {
+        let (rollout_id, query) = (rollout_id.to_owned(), query.clone());
+        self.inner
+            .read(move |conn| queries::query_attempts(conn, &rollout_id, &query))
+            .await
+    }
+
+    async fn query_spans(&self, query: &SpanQuery) -> StoreResult<Paginated<Arc<Span>>> {
+        let query = query.clone();
+        self.inner.read(move |conn| queries::query_spans(conn, &query)).await
+    }
+
+    async fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>> {
+        let query = query.clone();
+        self.inner
+            .read(move |conn| queries::query_resources(conn, &query))
+            .await
+    }
+
+    async fn query_workers(&self, query: &WorkerQuery) -> StoreResult<Paginated<Worker>> {
+        let query = query.clone();
+        self.inner.read(move |conn| queries::query_workers(conn, &query)).await
+    }
+
+    async fn get_rollout_by_id(&self, rollout_id: &str) -> StoreResult<Option<RolloutView>> {
+        let rollout_id = rollout_id.to_owned();
+        self.inner
+            .read(move |conn| queries::rollout_view(conn, &rollout_id))
+            .await
+    }
+
+    async fn get_latest_attempt(&self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
+        let rollout_id = rollout_id.to_owned();
+        self.inner
+            .read(move |conn| queries::latest_attempt(conn, &rollout_id))
+            .await
+    }
+
+    async fn add_spans(&self, spans: Vec<Span>) -> StoreResult<Vec<Arc<Span>>> {
+        self.inner
+            .call(move |tx, now| transitions::add_spans(tx, spans, now))
+            .await
+    }
+
+    async fn get_next_span_sequence_ids(&self, pairs: &[(&str, &str)]) -> StoreResult<Vec<u64>> {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(r, a)| ((*r).to_owned(), (*a).to_owned())).collect();
+        self.inner
+            .call(move |tx, now| {
+                let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(r, a)| (r.as_str(), a.as_str())).collect();
+                transitions::next_span_sequence_ids(tx, &borrowed, now)
+            })
+            .await
+    }
+
+    async fn add_resources(&self, resources: NamedResources) -> StoreResult<ResourcesUpdate> {
+        self.inner
+            .call(move |tx, now| transitions::add_resources(tx, resources, now))
+            .await
+    }
+
+    async fn update_resources(&self, resources_id: &str, resources: NamedResources) -> StoreResult<ResourcesUpdate> {
+        let resources_id = resources_id.to_owned();
+        self.inner
+            .call(move |tx, now| transitions::update_resources(tx, &resources_id, resources, now))
+            .await
+    }
+
+    async fn get_latest_resources(&self) -> StoreResult<Option<ResourcesUpdate>> {
+        self.inner.read(queries::latest_resources).await
+    }
+
+    async fn get_resources_by_id(&self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>> {
+        let resources_id = resources_id.to_owned();
+        self.inner
+            .read(move |conn| queries::resources(conn, &resources_id))
+            .await
+    }
+
+    async fn update_worker(&self, worker_id: &str, update: WorkerUpdate) -> StoreResult<Worker> {
+        let worker_id = worker_id.to_owned();
+        self.inner
+            .call(move |tx, now| transitions::heartbeat_worker(tx, &worker_id, update, now))
+            .await
+    }
+
+    async fn get_worker_by_id(&self, worker_id: &str) -> StoreResult<Option<Worker>> {
+        let worker_id = worker_id.to_owned();
+        self.inner.read(move |conn| queries::worker(conn, &worker_id)).await
+    }
+
+    async fn wait_for_rollouts(&self, rollout_ids: &[String], timeout: Option<Duration>) -> StoreResult<Vec<Rollout>> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        // Subscribed before looking, so that no commit between the look and the wait is missed.
+        let mut commits = self.inner.finished.subscribe();
+        loop {
+            let ids = rollout_ids.to_vec();
+            let (finished, pending) = self
+                .inner
+                .read(move |conn| queries::finished_rollouts(conn, &ids))
+                .await?;
+            if !pending {
+                return Ok(finished);
+            }
+            let changed = commits.changed();
+            match deadline {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                        return Ok(finished);
+                    }
+                }
+                None => {
+                    if changed.await.is_err() {
+                        return Ok(finished);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn statistics(&self) -> StoreResult<Statistics> {
+        let counts = self.inner.call(|tx, _| agl_store::Storage::counts(tx)).await?;
+        Ok(Statistics {
+            name: "SqliteLightningStore".into(),
+            total_rollouts: counts.rollouts,
+            total_attempts: counts.attempts,
+            total_spans: counts.spans,
+            total_resources: counts.resources,
+            total_workers: counts.workers,
+            uptime: self.inner.clock.now() - self.inner.started_at,
+            total_span_bytes: None,
+            eviction_threshold_bytes: None,
+            safe_threshold_bytes: None,
+            memory_capacity_bytes: None,
+        })
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            thread_safe: true,
+            async_safe: true,
+            zero_copy: false,
+            otlp_traces: false,
+        }
+    }
+}
+
+#[async_trait]
+impl StoreBackend for SqliteLightningStore {
+    async fn run_watchdog(&self) -> StoreResult<usize> {
+        self.inner.call(|tx, now| transitions::run_watchdog(tx, now)).await
+    }
+
+    async fn queue_len(&self) -> StoreResult<usize> {
+        self.inner
+            .call(|tx, _| {
+                tx.conn()
+                    .query_row("SELECT count(*) FROM rollouts WHERE queue_seq IS NOT NULL", [], |row| {
+                        row.get::<_, i64>(0)
+                    })
+                    .map(|n| usize::try_from(n).unwrap_or(0))
+                    .map_err(tx::db_error)
+            })
+            .await
+    }
+}

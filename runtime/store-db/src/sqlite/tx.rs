@@ -1,0 +1,387 @@
+//! [`SqliteTx`]: the store's [`Storage`] primitives as SQL on one SQLite transaction (see
+//! `migrations/sqlite/` for the tables). Records are kept as their wire JSON; the rollouts a job
+//! touches are cached for the job, since one transition reads its rollout several times.
+
+use agl_store::model::*;
+use agl_store::{AttemptRef, Storage, StorageCounts, StoreError, StoreResult};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A database error, as the store reports it.
+pub(crate) fn db_error(error: rusqlite::Error) -> StoreError {
+    StoreError::Backend(format!("SQLite: {error}"))
+}
+
+pub(crate) fn to_json<T: Serialize>(value: &T) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode a record: {e}")))
+}
+
+pub(crate) fn from_json<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Backend(format!("a stored record does not decode: {e}")))
+}
+
+/// A status as its wire name (`"queuing"`), the form kept in the `status` column.
+pub(crate) fn status_name<T: Serialize>(status: &T) -> StoreResult<String> {
+    match serde_json::to_value(status) {
+        Ok(serde_json::Value::String(name)) => Ok(name),
+        _ => Err(StoreError::Backend("a status has no wire name".into())),
+    }
+}
+
+/// One job's view of the database, inside the writer's transaction.
+pub(crate) struct SqliteTx<'c> {
+    conn: &'c Connection,
+    /// The rollouts this job has read or written, as stored.
+    rollouts: HashMap<String, Rollout>,
+    /// Rollouts that finished in this job: their waiters are woken after the commit.
+    pub finished: Vec<String>,
+}
+
+impl<'c> SqliteTx<'c> {
+    pub fn new(conn: &'c Connection) -> Self {
+        Self {
+            conn,
+            rollouts: HashMap::new(),
+            finished: Vec::new(),
+        }
+    }
+
+    pub fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
+    /// Runs a statement; how many rows it changed.
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> StoreResult<usize> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params))
+            .map_err(db_error)
+    }
+
+    /// The first row of a query, if any, mapped by `map`.
+    fn first<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        map: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> StoreResult<Option<T>> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.query_row(params, map).optional())
+            .map_err(db_error)
+    }
+
+    /// The rollout, from the job's cache or the database.
+    fn cached_rollout(&mut self, rollout_id: &str) -> StoreResult<Option<&mut Rollout>> {
+        if !self.rollouts.contains_key(rollout_id) {
+            let record: Option<String> = self.first(
+                "SELECT record FROM rollouts WHERE rollout_id = ?1",
+                [rollout_id],
+                |row| row.get(0),
+            )?;
+            let Some(record) = record else {
+                return Ok(None);
+            };
+            self.rollouts.insert(rollout_id.to_owned(), from_json(&record)?);
+        }
+        Ok(self.rollouts.get_mut(rollout_id))
+    }
+
+    fn write_rollout(&self, rollout: &Rollout) -> StoreResult<()> {
+        let (status, record) = (status_name(&rollout.status)?, to_json(rollout)?);
+        self.exec(
+            "UPDATE rollouts SET status = ?2, record = ?3 WHERE rollout_id = ?1",
+            params![rollout.rollout_id, status, record],
+        )?;
+        Ok(())
+    }
+
+    /// The attempt `which` of the rollout, as stored.
+    fn load_attempt(&self, rollout_id: &str, which: AttemptRef<'_>) -> StoreResult<Option<Attempt>> {
+        let record: Option<String> = match which {
+            AttemptRef::Latest => self.first(
+                "SELECT record FROM attempts WHERE rollout_id = ?1 ORDER BY sequence_id DESC LIMIT 1",
+                [rollout_id],
+                |row| row.get(0),
+            )?,
+            AttemptRef::Id(attempt_id) => self.first(
+                "SELECT record FROM attempts WHERE rollout_id = ?1 AND attempt_id = ?2",
+                [rollout_id, attempt_id],
+                |row| row.get(0),
+            )?,
+        };
+        record.map(|text| from_json(&text)).transpose()
+    }
+}
+
+impl Storage for SqliteTx<'_> {
+    fn rollout(&mut self, rollout_id: &str) -> StoreResult<Option<Rollout>> {
+        Ok(self.cached_rollout(rollout_id)?.map(|rollout| rollout.clone()))
+    }
+
+    fn read_rollout<T>(&mut self, rollout_id: &str, read: impl FnOnce(&Rollout) -> T) -> StoreResult<Option<T>> {
+        Ok(self.cached_rollout(rollout_id)?.map(|rollout| read(rollout)))
+    }
+
+    fn insert_rollout(&mut self, rollout: &Rollout) -> StoreResult<bool> {
+        let (status, record) = (status_name(&rollout.status)?, to_json(rollout)?);
+        let inserted = self.exec(
+            "INSERT OR IGNORE INTO rollouts (rollout_id, status, record, last_span_sequence)
+             VALUES (?1, ?2, ?3, COALESCE((SELECT last FROM orphan_span_counters WHERE rollout_id = ?1), 0))",
+            params![rollout.rollout_id, status, record],
+        )?;
+        if inserted == 0 {
+            return Ok(false);
+        }
+        self.exec(
+            "DELETE FROM orphan_span_counters WHERE rollout_id = ?1",
+            [&rollout.rollout_id],
+        )?;
+        self.rollouts.insert(rollout.rollout_id.clone(), rollout.clone());
+        Ok(true)
+    }
+
+    fn save_rollout(&mut self, rollout: &Rollout) -> StoreResult<()> {
+        self.write_rollout(rollout)?;
+        self.rollouts.insert(rollout.rollout_id.clone(), rollout.clone());
+        Ok(())
+    }
+
+    fn save_rollout_status(
+        &mut self,
+        rollout_id: &str,
+        status: RolloutStatus,
+        end_time: Option<f64>,
+    ) -> StoreResult<()> {
+        let Some(rollout) = self.cached_rollout(rollout_id)? else {
+            return Ok(());
+        };
+        rollout.status = status;
+        rollout.end_time = end_time;
+        let rollout = rollout.clone();
+        self.write_rollout(&rollout)
+    }
+
+    fn push_queue(&mut self, rollout_id: &str) -> StoreResult<()> {
+        self.exec(
+            "UPDATE rollouts SET queue_seq = (SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM rollouts)
+             WHERE rollout_id = ?1 AND queue_seq IS NULL",
+            [rollout_id],
+        )?;
+        Ok(())
+    }
+
+    fn pop_queue(&mut self, limit: usize) -> StoreResult<Vec<Rollout>> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let head: Option<String> = self.first(
+                "SELECT rollout_id FROM rollouts WHERE queue_seq IS NOT NULL ORDER BY queue_seq LIMIT 1",
+                [],
+                |row| row.get(0),
+            )?;
+            let Some(rollout_id) = head else {
+                break;
+            };
+            self.exec(
+                "UPDATE rollouts SET queue_seq = NULL WHERE rollout_id = ?1",
+                [&rollout_id],
+            )?;
+            if let Some(rollout) = self.cached_rollout(&rollout_id)?
+                && rollout.status.is_queuing()
+            {
+                out.push(rollout.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    fn rollout_finished(&mut self, rollout_id: &str) {
+        self.finished.push(rollout_id.to_owned());
+    }
+
+    fn attempt_count(&mut self, rollout_id: &str) -> StoreResult<u32> {
+        Ok(self
+            .first(
+                "SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE rollout_id = ?1",
+                [rollout_id],
+                |row| row.get(0),
+            )?
+            .unwrap_or(0))
+    }
+
+    fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
+        self.load_attempt(rollout_id, AttemptRef::Latest)
+    }
+
+    fn read_attempt<T>(
+        &mut self,
+        rollout_id: &str,
+        which: AttemptRef<'_>,
+        read: impl FnOnce(&Attempt) -> T,
+    ) -> StoreResult<Option<T>> {
+        Ok(self.load_attempt(rollout_id, which)?.map(|attempt| read(&attempt)))
+    }
+
+    fn modify_attempt<T>(
+        &mut self,
+        rollout_id: &str,
+        which: AttemptRef<'_>,
+        modify: impl FnOnce(&mut Attempt) -> T,
+    ) -> StoreResult<Option<T>> {
+        let Some(mut attempt) = self.load_attempt(rollout_id, which)? else {
+            return Ok(None);
+        };
+        let out = modify(&mut attempt);
+        self.exec(
+            "UPDATE attempts SET record = ?3 WHERE rollout_id = ?1 AND sequence_id = ?2",
+            params![attempt.rollout_id, attempt.sequence_id, to_json(&attempt)?],
+        )?;
+        Ok(Some(out))
+    }
+
+    fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()> {
+        self.exec(
+            "INSERT INTO attempts (rollout_id, sequence_id, attempt_id, record) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                attempt.rollout_id,
+                attempt.sequence_id,
+                attempt.attempt_id,
+                to_json(attempt)?
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn schedule_watchdog(&mut self, attempt: &Attempt, at: f64) -> StoreResult<()> {
+        self.exec(
+            "UPDATE attempts SET watchdog_at = ?3 WHERE rollout_id = ?1 AND sequence_id = ?2",
+            params![attempt.rollout_id, attempt.sequence_id, at],
+        )?;
+        Ok(())
+    }
+
+    fn watchdog_due(&mut self, now: f64) -> StoreResult<bool> {
+        Ok(self
+            .first(
+                "SELECT EXISTS (SELECT 1 FROM attempts WHERE watchdog_at < ?1)",
+                [now],
+                |row| row.get(0),
+            )?
+            .unwrap_or(false))
+    }
+
+    fn pop_watchdog(&mut self, now: f64) -> StoreResult<Option<(String, u32)>> {
+        let due: Option<(String, u32)> = self.first(
+            "SELECT rollout_id, sequence_id FROM attempts WHERE watchdog_at < ?1 ORDER BY watchdog_at LIMIT 1",
+            [now],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        if let Some((rollout_id, sequence_id)) = &due {
+            self.exec(
+                "UPDATE attempts SET watchdog_at = NULL WHERE rollout_id = ?1 AND sequence_id = ?2",
+                params![rollout_id, sequence_id],
+            )?;
+        }
+        Ok(due)
+    }
+
+    fn insert_span(&mut self, span: Span, attempt_sequence: u32) -> StoreResult<Option<Arc<Span>>> {
+        let inserted = self.exec(
+            "INSERT OR IGNORE INTO spans (rollout_id, attempt_sequence, span_id, record) VALUES (?1, ?2, ?3, ?4)",
+            params![span.rollout_id, attempt_sequence, span.span_id, to_json(&span)?],
+        )?;
+        if inserted == 0 {
+            return Ok(None);
+        }
+        self.exec(
+            "UPDATE rollouts SET last_span_sequence = MAX(last_span_sequence, ?2) WHERE rollout_id = ?1",
+            params![span.rollout_id, i64::try_from(span.sequence_id).unwrap_or(i64::MAX)],
+        )?;
+        Ok(Some(Arc::new(span)))
+    }
+
+    fn next_span_sequence(&mut self, rollout_id: &str) -> StoreResult<u64> {
+        let counted: Option<i64> = self.first(
+            "UPDATE rollouts SET last_span_sequence = last_span_sequence + 1 WHERE rollout_id = ?1
+             RETURNING last_span_sequence",
+            [rollout_id],
+            |row| row.get(0),
+        )?;
+        let issued = match counted {
+            Some(issued) => Some(issued),
+            None => self.first(
+                "INSERT INTO orphan_span_counters (rollout_id, last) VALUES (?1, 1)
+                 ON CONFLICT (rollout_id) DO UPDATE SET last = last + 1 RETURNING last",
+                [rollout_id],
+                |row| row.get(0),
+            )?,
+        };
+        Ok(issued.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    }
+
+    fn resources(&mut self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>> {
+        let record: Option<String> = self.first(
+            "SELECT record FROM resources WHERE resources_id = ?1",
+            [resources_id],
+            |row| row.get(0),
+        )?;
+        record.map(|text| from_json(&text)).transpose()
+    }
+
+    fn save_resources(&mut self, update: &ResourcesUpdate) -> StoreResult<()> {
+        self.exec(
+            "INSERT INTO resources (resources_id, record) VALUES (?1, ?2)
+             ON CONFLICT (resources_id) DO UPDATE SET record = excluded.record",
+            params![update.resources_id, to_json(update)?],
+        )?;
+        self.exec(
+            "INSERT INTO store_values (key, value) VALUES ('latest_resources', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [&update.resources_id],
+        )?;
+        Ok(())
+    }
+
+    fn latest_resources_id(&mut self) -> StoreResult<Option<String>> {
+        self.first(
+            "SELECT value FROM store_values WHERE key = 'latest_resources'",
+            [],
+            |row| row.get(0),
+        )
+    }
+
+    fn modify_worker<T>(&mut self, worker_id: &str, modify: impl FnOnce(&mut Worker) -> T) -> StoreResult<T> {
+        let record: Option<String> =
+            self.first("SELECT record FROM workers WHERE worker_id = ?1", [worker_id], |row| {
+                row.get(0)
+            })?;
+        let mut worker = match record {
+            Some(text) => from_json(&text)?,
+            None => Worker::new(worker_id),
+        };
+        let out = modify(&mut worker);
+        self.exec(
+            "INSERT INTO workers (worker_id, record) VALUES (?1, ?2)
+             ON CONFLICT (worker_id) DO UPDATE SET record = excluded.record",
+            params![worker_id, to_json(&worker)?],
+        )?;
+        Ok(out)
+    }
+
+    fn counts(&mut self) -> StoreResult<StorageCounts> {
+        let count = |table: &str| -> StoreResult<u64> {
+            let n: Option<i64> = self.first(&format!("SELECT count(*) FROM {table}"), [], |row| row.get(0))?;
+            Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+        };
+        Ok(StorageCounts {
+            rollouts: count("rollouts")?,
+            attempts: count("attempts")?,
+            spans: count("spans")?,
+            resources: count("resources")?,
+            workers: count("workers")?,
+        })
+    }
+}

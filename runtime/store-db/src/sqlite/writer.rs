@@ -1,0 +1,84 @@
+//! The one thread that owns the SQLite connection. Callers send it jobs (a closure over a
+//! [`SqliteTx`]); it runs every job waiting in one transaction — each in a savepoint, so a job
+//! that fails leaves no trace — commits, and only then answers each caller: a write is
+//! acknowledged once it is in the database (group commit, WAL). Reads go through it too, so they
+//! see every acknowledged write.
+
+use super::tx::{SqliteTx, db_error};
+use agl_store::StoreError;
+use rusqlite::{Connection, TransactionBehavior};
+use std::sync::mpsc;
+
+/// How many jobs share one transaction at most.
+const MAX_GROUP: usize = 256;
+
+/// What a job leaves for after the commit: `true` if it succeeded (its savepoint is kept), and
+/// the closure that answers its caller with the commit's outcome.
+pub(crate) struct JobEnd {
+    pub succeeded: bool,
+    pub answer: Box<dyn FnOnce(Option<StoreError>) + Send>,
+}
+
+pub(crate) type Job = Box<dyn FnOnce(&mut SqliteTx<'_>) -> JobEnd + Send>;
+
+/// Runs jobs until every sender is gone; `on_finished` hears the rollouts that finished in each
+/// committed group.
+pub(crate) fn run(mut conn: Connection, jobs: mpsc::Receiver<Job>, on_finished: impl Fn(Vec<String>)) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let (answers, finished, failure) = run_group(&mut conn, group);
+        for answer in answers {
+            answer(failure.clone());
+        }
+        if failure.is_none() && !finished.is_empty() {
+            on_finished(finished);
+        }
+    }
+}
+
+type Answers = Vec<Box<dyn FnOnce(Option<StoreError>) + Send>>;
+
+/// One transaction over the group: the answers to give, the rollouts that finished, and the
+/// error that undid the whole group (the transaction could not begin or commit), if any.
+fn run_group(conn: &mut Connection, group: Vec<Job>) -> (Answers, Vec<String>, Option<StoreError>) {
+    let mut answers: Answers = Vec::with_capacity(group.len());
+    let mut finished = Vec::new();
+    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(error) => {
+            // Nothing runs: a job dropped unrun tells its caller the call failed.
+            tracing::error!("SQLite store: cannot begin a transaction: {error}");
+            return (answers, finished, Some(db_error(error)));
+        }
+    };
+    for job in group {
+        if let Err(error) = tx.execute_batch("SAVEPOINT job") {
+            tracing::error!("SQLite store: cannot open a savepoint: {error}");
+            continue;
+        }
+        let mut view = SqliteTx::new(&tx);
+        let end = job(&mut view);
+        let close = if end.succeeded {
+            finished.append(&mut view.finished);
+            "RELEASE job"
+        } else {
+            "ROLLBACK TO job; RELEASE job"
+        };
+        let closed = tx.execute_batch(close).map_err(db_error);
+        match closed {
+            Ok(()) => answers.push(end.answer),
+            Err(error) => {
+                let answer = end.answer;
+                answers.push(Box::new(move |_| answer(Some(error))));
+            }
+        }
+    }
+    let failure = tx.commit().err().map(db_error);
+    (answers, finished, failure)
+}
