@@ -345,7 +345,10 @@ pub fn worker_matches(worker: &Worker, query: &WorkerQuery) -> bool {
         query.filter_logic.unwrap_or_default(),
         &[
             query.status_in.as_ref().map(|s| s.contains(&worker.status)),
-            query.worker_id_contains.as_deref().map(|c| worker.worker_id.contains(c)),
+            query
+                .worker_id_contains
+                .as_deref()
+                .map(|c| worker.worker_id.contains(c)),
         ],
     )
 }

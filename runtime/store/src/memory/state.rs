@@ -252,11 +252,7 @@ impl State {
 
     pub fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>> {
         let page = Page::<ResourcesUpdate>::of(query)?;
-        let matches: Vec<&ResourcesUpdate> = self
-            .resources
-            .values()
-            .filter(|r| resources_match(r, query))
-            .collect();
+        let matches: Vec<&ResourcesUpdate> = self.resources.values().filter(|r| resources_match(r, query)).collect();
         let (items, total) = page.apply(matches);
         Ok(page.result(items.into_iter().cloned().collect(), total))
     }
@@ -265,11 +261,7 @@ impl State {
 
     pub fn query_workers(&self, query: &WorkerQuery) -> StoreResult<Paginated<Worker>> {
         let page = Page::<Worker>::of(query)?;
-        let matches: Vec<&Worker> = self
-            .workers
-            .values()
-            .filter(|w| worker_matches(w, query))
-            .collect();
+        let matches: Vec<&Worker> = self.workers.values().filter(|w| worker_matches(w, query)).collect();
         let (items, total) = page.apply(matches);
         Ok(page.result(items.into_iter().cloned().collect(), total))
     }
