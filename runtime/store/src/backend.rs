@@ -1,7 +1,8 @@
 //! What every store backend offers beyond the wire API, for the conformance suite and for tools:
 //! the [`StoreBackend`] trait (run the watchdog now, the queue's length, a structural
-//! self-check), the [`StoreOptions`] every backend is built with (its clock and watchdog tick),
-//! and [`check_through_api`], the invariants any backend must keep, checked through the API alone.
+//! self-check, the [`RunRecord`] of the run the store keeps), the [`StoreOptions`] every backend
+//! is built with (its clock and watchdog tick), and [`check_through_api`], the invariants any
+//! backend must keep, checked through the API alone.
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::StoreResult;
@@ -31,6 +32,27 @@ impl Default for StoreOptions {
     }
 }
 
+/// What a store says about the run it keeps (`agl-host run` writes it at the start and the end;
+/// `agl-host runs` and `show` read it). Not part of the 0.3.0 wire API.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunRecord {
+    /// E.g. `run-20261124-210512-3f2a`.
+    pub run_id: String,
+    /// Seconds since the Unix epoch.
+    pub started_at: f64,
+    pub finished_at: Option<f64>,
+    /// `running`, then `completed`, `algorithm_failed` or `interrupted`.
+    pub status: String,
+    /// What ran: the agent and the algorithm as given on the command line.
+    pub agent: String,
+    pub algorithm: String,
+    /// The command line's arguments after the program name (secrets are never on it: keys come
+    /// from the environment).
+    pub command: Vec<String>,
+    /// The run's results (the `--output` JSON) once it has ended.
+    pub results: Option<serde_json::Value>,
+}
+
 /// A store backend: the LightningStore API plus what its tests and tools drive directly.
 #[async_trait]
 pub trait StoreBackend: LightningStore {
@@ -40,6 +62,12 @@ pub trait StoreBackend: LightningStore {
     /// How many entries the queue holds (stale ones, whose rollout left the queuing states,
     /// included where the backend keeps them).
     async fn queue_len(&self) -> StoreResult<usize>;
+
+    /// Keeps `record` as the store's run record (replacing the one kept before).
+    async fn save_run(&self, record: &RunRecord) -> StoreResult<()>;
+
+    /// The run record kept, if any.
+    async fn run_record(&self) -> StoreResult<Option<RunRecord>>;
 
     /// Checks the store's invariants; the first violation found is the error. Linear in the
     /// store's size: for tests and debugging. By default, what [`check_through_api`] checks.

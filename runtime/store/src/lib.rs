@@ -20,7 +20,7 @@ pub mod store;
 pub mod text;
 pub mod transitions;
 
-pub use backend::{StoreBackend, StoreOptions, check_through_api};
+pub use backend::{RunRecord, StoreBackend, StoreOptions, check_through_api};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{StoreError, StoreResult};
 pub use memory::{InMemoryLightningStore, InMemoryOptions};

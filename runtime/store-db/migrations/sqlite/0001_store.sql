@@ -51,7 +51,8 @@ CREATE TABLE workers (
     record    TEXT NOT NULL
 );
 
--- Single values: `latest_resources` (the id of the latest resources bundle).
+-- Single values: `latest_resources` (the id of the latest resources bundle), `run` (the run
+-- record: what agl-host ran, when, and its results).
 CREATE TABLE store_values (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

@@ -14,7 +14,7 @@ pub use schema::VERSION as SCHEMA_VERSION;
 use crate::error::DbError;
 use agl_store::model::*;
 use agl_store::transitions;
-use agl_store::{AttemptRef, Clock, LightningStore, StoreBackend, StoreError, StoreOptions, StoreResult};
+use agl_store::{AttemptRef, Clock, LightningStore, RunRecord, StoreBackend, StoreError, StoreOptions, StoreResult};
 use async_trait::async_trait;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -366,6 +366,26 @@ impl LightningStore for SqliteLightningStore {
 impl StoreBackend for SqliteLightningStore {
     async fn run_watchdog(&self) -> StoreResult<usize> {
         self.inner.call(|tx, now| transitions::run_watchdog(tx, now)).await
+    }
+
+    async fn save_run(&self, record: &RunRecord) -> StoreResult<()> {
+        let text = tx::to_json(record)?;
+        self.inner
+            .call(move |tx, _| {
+                tx.conn()
+                    .execute(
+                        "INSERT INTO store_values (key, value) VALUES ('run', ?1)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [text],
+                    )
+                    .map(|_| ())
+                    .map_err(tx::db_error)
+            })
+            .await
+    }
+
+    async fn run_record(&self) -> StoreResult<Option<RunRecord>> {
+        self.inner.read(queries::run_record).await
     }
 
     async fn queue_len(&self) -> StoreResult<usize> {

@@ -204,3 +204,7 @@ pub(crate) fn finished_rollouts(conn: &Connection, rollout_ids: &[String]) -> St
     }
     Ok((finished, pending))
 }
+
+pub(crate) fn run_record(conn: &Connection) -> StoreResult<Option<agl_store::RunRecord>> {
+    record(conn, "SELECT value FROM store_values WHERE key = 'run'", [])
+}

@@ -10,7 +10,7 @@ mod state;
 mod waiters;
 mod watchdog;
 
-use crate::backend::{StoreBackend, StoreOptions};
+use crate::backend::{RunRecord, StoreBackend, StoreOptions};
 use crate::clock::Clock;
 use crate::error::StoreResult;
 use crate::model::*;
@@ -28,6 +28,7 @@ pub type InMemoryOptions = StoreOptions;
 
 struct Inner {
     state: Mutex<State>,
+    run: Mutex<Option<RunRecord>>,
     clock: Arc<dyn Clock>,
     started_at: f64,
 }
@@ -70,6 +71,7 @@ impl InMemoryLightningStore {
     pub fn with_options(options: InMemoryOptions) -> Self {
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
+            run: Mutex::new(None),
             started_at: options.clock.now(),
             clock: options.clock,
         });
@@ -292,6 +294,15 @@ impl StoreBackend for InMemoryLightningStore {
 
     async fn queue_len(&self) -> StoreResult<usize> {
         Ok(self.inner.state.lock().queue.len())
+    }
+
+    async fn save_run(&self, record: &RunRecord) -> StoreResult<()> {
+        *self.inner.run.lock() = Some(record.clone());
+        Ok(())
+    }
+
+    async fn run_record(&self) -> StoreResult<Option<RunRecord>> {
+        Ok(self.inner.run.lock().clone())
     }
 
     async fn check_invariants(&self) -> Result<(), String> {

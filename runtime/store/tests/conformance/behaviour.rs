@@ -838,3 +838,28 @@ fn plain_os_threads_each_with_their_own_runtime_share_one_store() {
         store.check_invariants().await.unwrap();
     });
 }
+
+// ---- the run record ------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_run_record_is_kept_and_replaced() {
+    let (store, _) = manual_store();
+    assert_eq!(store.run_record().await.unwrap(), None);
+    let mut record = RunRecord {
+        run_id: "run-20261124-210512-3f2a".into(),
+        started_at: T0,
+        finished_at: None,
+        status: "running".into(),
+        agent: "examples/math-agent".into(),
+        algorithm: "apo".into(),
+        command: vec!["run".into(), "--agent".into(), "examples/math-agent".into()],
+        results: None,
+    };
+    store.save_run(&record).await.unwrap();
+    assert_eq!(store.run_record().await.unwrap().as_ref(), Some(&record));
+    record.status = "completed".into();
+    record.finished_at = Some(T0 + 2.5);
+    record.results = Some(json!({"total": {"rollouts": 4}}));
+    store.save_run(&record).await.unwrap();
+    assert_eq!(store.run_record().await.unwrap(), Some(record));
+}
