@@ -76,9 +76,10 @@ pub enum Command {
     /// Serve a LightningStore over HTTP (Agent-lightning 0.3.0's wire API, plus OTLP at /v1/traces).
     ///
     /// Runners (`agl-host runner --store URL`), algorithms (`agl-host run --store URL`) and
-    /// Agent-lightning's Python client can use it. Example:
+    /// Agent-lightning's Python client can use it. Examples:
     ///
     ///   agl-host store --host 0.0.0.0 --port 4747 --token secret
+    ///   agl-host store --db sqlite:store.db
     #[command(verbatim_doc_comment, term_width = 0)]
     Store(StoreArgs),
     /// Run rollouts from a remote store with an agent component, until stopped (Ctrl-C or SIGTERM).
@@ -159,6 +160,11 @@ pub struct StoreArgs {
     /// machine.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+    /// Where the store keeps its records: memory (gone when it stops), sqlite:PATH (one file,
+    /// this process only), or postgres://USER@HOST/DB (several `agl-host store` processes may
+    /// share it).
+    #[arg(long, value_name = "URL", env = "AGL_DB", default_value = "memory")]
+    pub db: String,
 }
 
 #[derive(Debug, Args)]
@@ -252,6 +258,12 @@ pub struct CommonArgs {
     /// Write the results (best resources, rewards per split, counts) to this JSON file.
     #[arg(long, short, value_name = "FILE.json")]
     pub output: Option<PathBuf>,
+    /// Where the run is kept: sqlite:PATH, postgres://USER@HOST/DB, or memory (kept nowhere).
+    /// Default: a new SQLite database per run under .agl/runs/ in the working directory, named
+    /// by the run id printed at the start (`agl-host runs` lists them, `agl-host show RUN` opens
+    /// one).
+    #[arg(long, value_name = "URL", env = "AGL_DB")]
+    pub db: Option<String>,
     /// Seed of the algorithm's random source.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -9,6 +9,7 @@ mod c_folder;
 mod components;
 mod fleet;
 mod inputs;
+mod kept;
 mod llm;
 mod output;
 mod progress;
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             stderr_line(&format!("agl-host: {error:#}"));
-            if error.downcast_ref::<InputError>().is_some() {
+            if error.downcast_ref::<InputError>().is_some() || error.downcast_ref::<agl_store_db::DbError>().is_some() {
                 ExitCode::from(2)
             } else {
                 ExitCode::FAILURE

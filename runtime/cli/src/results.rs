@@ -28,6 +28,10 @@ pub struct Attempts {
 pub struct Results {
     /// `completed`, `algorithm_failed` or `interrupted`.
     pub status: &'static str,
+    /// The run's id (`agl-host show RUN_ID`).
+    pub run_id: Option<String>,
+    /// Where the run is kept (the database file or URL); `null` in memory or with a remote store.
+    pub db: Option<String>,
     /// Why the algorithm failed, when it did.
     pub failure: Option<String>,
     pub agent: String,
@@ -101,6 +105,8 @@ impl Results {
         let failure_reasons = report.failure_reasons();
         Self {
             status,
+            run_id: None,
+            db: None,
             failure,
             agent,
             algorithm,

@@ -9,6 +9,7 @@ use crate::args::{CommonArgs, Strategy};
 use crate::components::{self, file_name};
 use crate::fleet::ProcessLauncher;
 use crate::inputs;
+use crate::kept::{self, KeptRun};
 use crate::llm;
 use crate::output::{self, stderr_line};
 use crate::progress::Progress;
@@ -20,7 +21,7 @@ use agl_runner::{
     ExecutionStrategy, FitRequest, Hook, InProcessRunners, RunReport, RunnerProcesses, Shutdown, Trainer,
     TrainerOptions,
 };
-use agl_store::{InMemoryLightningStore, LightningStore};
+use agl_store::LightningStore;
 use agl_wasm::LogLevel;
 use anyhow::Context;
 use std::io::IsTerminal;
@@ -63,6 +64,19 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
     let llm = llm::backend(&common.llm)?;
     let algo_source = inputs::algorithm_source(algo)?;
+    let db = common
+        .db
+        .as_deref()
+        .map(str::parse::<agl_store_db::DbUrl>)
+        .transpose()?;
+    if matches!(target, Target::RemoteStore { .. }) && db.is_some() {
+        return Err(crate::inputs::InputError(
+            "--db keeps a run in the store this process serves; with --store the remote store keeps it \
+             (start it with `agl-host store --db ...`)"
+                .into(),
+        )
+        .into());
+    }
     let (agent_source, remote_store) = match &target {
         Target::Agent(path) => (Some(inputs::agent_source(path)?), None),
         Target::RemoteStore { url, token } => (None, Some(remote::connect(url, token.clone()).await?)),
@@ -117,9 +131,16 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         _ => LogLevel::Trace,
     };
     let progress = Arc::new(Progress::new(show, log_level));
-    let store: Arc<dyn LightningStore> = match remote_store {
-        Some(client) => Arc::new(client),
-        None => Arc::new(InMemoryLightningStore::new()),
+    let (store, mut kept): (Arc<dyn LightningStore>, Option<KeptRun>) = match remote_store {
+        Some(client) => (Arc::new(client), None),
+        None => {
+            let kept = kept::open(db, &agent_name, &algo_name).await?;
+            stderr_line(&match kept.place() {
+                Some(place) => format!("run {} · kept in {place}", kept.run_id),
+                None => format!("run {} · kept in memory only (--db memory)", kept.run_id),
+            });
+            (kept.store.clone(), Some(kept))
+        }
     };
     let shutdown = Shutdown::new();
     let (first, second) = (progress.clone(), progress.clone());
@@ -202,7 +223,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     {
         stderr_line(&format!("algorithm stderr:\n{}", outcome.stderr.text.trim_end()));
     }
-    let results = Results::new(ResultsInput {
+    let mut results = Results::new(ResultsInput {
         agent: agent_name,
         algorithm: algo_name,
         fit,
@@ -212,6 +233,12 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         runners: if agent_plan.is_some() { common.runners } else { 0 },
         statistics,
     });
+    if let Some(kept) = &mut kept {
+        results.run_id = Some(kept.run_id.clone());
+        results.db = kept.place();
+        let value = serde_json::to_value(&results)?;
+        kept.finish(results.status, value).await?;
+    }
     // The file first: a reader that closes stdout early (`| head`) must not cost the results.
     if let Some(path) = &common.output {
         let json = serde_json::to_string_pretty(&results)?;
@@ -220,6 +247,9 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     output::print(&results.summary());
     if let Some(path) = &common.output {
         output::print(&format!("  results written to {}\n", path.display()));
+    }
+    if let Some(kept) = kept.as_ref().filter(|k| k.place().is_some()) {
+        output::print(&format!("  run {} kept: agl-host show {}\n", kept.run_id, kept.run_id));
     }
     let exit = match results.status {
         "completed" if results.every_rollout_failed() => ExitCode::from(EXIT_ALL_FAILED),

@@ -1,15 +1,17 @@
-//! `agl-host store`: an in-memory LightningStore served over HTTP until Ctrl-C or SIGTERM.
+//! `agl-host store`: a LightningStore (in memory, or kept in the database `--db` names) served
+//! over HTTP until Ctrl-C or SIGTERM.
 
 use crate::args::StoreArgs;
 use crate::inputs::InputError;
 use crate::output::stderr_line;
 use agl_server::{ServerOptions, serve};
-use agl_store::{InMemoryLightningStore, LightningStore};
+use agl_store::{LightningStore, StoreOptions};
 use anyhow::Context;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
+    let db = args.db.parse::<agl_store_db::DbUrl>()?;
     let options = server_options(args)?;
     if !options.host.is_loopback() && options.token.is_none() {
         stderr_line(&format!(
@@ -18,11 +20,12 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let mut interrupts = crate::signals::Interrupts::register()?;
-    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+    let store: Arc<dyn LightningStore> = agl_store_db::open(&db, StoreOptions::default())?;
     let handle = serve(store, options).await.context("starting the store server")?;
     stderr_line(&format!(
-        "agl-host store: listening on {} (Ctrl-C to stop)",
-        handle.url()
+        "agl-host store: listening on {} (store: {}; Ctrl-C to stop)",
+        handle.url(),
+        db.redacted()
     ));
     interrupts.wait().await;
     stderr_line("agl-host store: stopping");

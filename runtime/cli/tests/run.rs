@@ -34,6 +34,8 @@ fn write_jsonl(path: &Path, lines: &[Value]) {
 
 fn agl_host() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agl-host"));
+    // Runs are kept in memory here; tests/kept_runs.rs covers keeping them.
+    command.env("AGL_DB", "memory");
     command.env("AGL_CACHE_DIR", repo().join("target").join("agl-cache-tests"));
     command
 }
@@ -895,6 +897,7 @@ fn a_closed_stdout_ends_the_run_quietly_with_141_after_the_results_file() {
     );
     let piped = Command::new("bash")
         .args(["-c", &pipeline])
+        .env("AGL_DB", "memory")
         .env("AGL_CACHE_DIR", repo().join("target").join("agl-cache-tests"))
         .output()
         .expect("bash runs");

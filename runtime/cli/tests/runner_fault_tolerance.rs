@@ -30,6 +30,8 @@ fn component(crate_dir: &str) -> PathBuf {
 
 fn agl_host() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agl-host"));
+    // Runs are kept in memory here; tests/kept_runs.rs covers keeping them.
+    command.env("AGL_DB", "memory");
     command.env(
         "AGL_CACHE_DIR",
         agl_guest_build::repo_root().join("target").join("agl-cache-tests"),

@@ -61,3 +61,41 @@ mod behaviour {
 mod properties {
     include!("../../store/tests/conformance/properties.rs");
 }
+
+/// Beyond the suite: what only a database file shows.
+mod file {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_checkpoint_empties_the_write_ahead_log_and_a_reopened_store_has_everything() {
+        let path = fresh_path();
+        let store = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+        let rollout = store
+            .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 1})))
+            .await
+            .unwrap();
+        let wal = path.with_extension("db-wal");
+        assert!(std::fs::metadata(&wal).unwrap().len() > 0, "the write went to the log");
+        store.checkpoint().await.unwrap();
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+        drop(store);
+        let reopened = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+        let view = reopened.get_rollout_by_id(&rollout.rollout_id).await.unwrap();
+        assert_eq!(view.map(|v| v.rollout), Some(rollout));
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_one_clear_error() {
+        let path = fresh_path();
+        std::fs::write(&path, b"this is not an SQLite database, just text that is long enough").unwrap();
+        let err = SqliteLightningStore::open(&path, StoreOptions::default())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            err.contains(&path.display().to_string()) && err.contains("not a database"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+}

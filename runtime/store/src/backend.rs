@@ -69,6 +69,12 @@ pub trait StoreBackend: LightningStore {
     /// The run record kept, if any.
     async fn run_record(&self) -> StoreResult<Option<RunRecord>>;
 
+    /// Folds what is pending into the store's main file (a database's write-ahead log), so that
+    /// the store is compact on disk; it stays usable. Nothing to do in memory.
+    async fn checkpoint(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
     /// Checks the store's invariants; the first violation found is the error. Linear in the
     /// store's size: for tests and debugging. By default, what [`check_through_api`] checks.
     async fn check_invariants(&self) -> Result<(), String> {

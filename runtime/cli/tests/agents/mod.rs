@@ -30,6 +30,8 @@ pub fn scratch(prefix: &str, name: &str) -> PathBuf {
 pub fn agl_host<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agl-host"))
         .env("AGL_CACHE_DIR", cache_dir())
+        // Runs are kept in memory here; tests/kept_runs.rs covers keeping them.
+        .env("AGL_DB", "memory")
         .env_remove("AGL_PYTHON")
         .args(args)
         .output()

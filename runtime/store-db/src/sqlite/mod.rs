@@ -22,10 +22,10 @@ use std::sync::{Arc, Weak, mpsc};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tx::SqliteTx;
-use writer::{Job, JobEnd};
+use writer::{Job, JobEnd, Message};
 
 struct Inner {
-    jobs: std::sync::Mutex<mpsc::Sender<Job>>,
+    jobs: std::sync::Mutex<mpsc::Sender<Message>>,
     clock: Arc<dyn Clock>,
     started_at: f64,
     /// Bumped after every commit that finished a rollout.
@@ -67,7 +67,7 @@ impl SqliteLightningStore {
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_error)?;
         schema::migrate(&mut conn, &place)?;
 
-        let (sender, receiver) = mpsc::channel::<Job>();
+        let (sender, receiver) = mpsc::channel::<Message>();
         let (finished, _) = watch::channel(0u64);
         let inner = Arc::new(Inner {
             jobs: std::sync::Mutex::new(sender),
@@ -123,13 +123,23 @@ impl Inner {
                 }),
             }
         });
-        let stopped = || StoreError::Backend("the SQLite store's writer has stopped (see the log)".into());
+        self.send(Message::Job(job))?;
+        answered.await.map_err(|_| writer_stopped())?
+    }
+
+    /// Copies the write-ahead log into the database file and empties it.
+    async fn checkpoint(&self) -> StoreResult<()> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Message::Checkpoint(answer))?;
+        answered.await.map_err(|_| writer_stopped())?
+    }
+
+    fn send(&self, message: Message) -> StoreResult<()> {
         self.jobs
             .lock()
-            .map_err(|_| stopped())?
-            .send(job)
-            .map_err(|_| stopped())?;
-        answered.await.map_err(|_| stopped())?
+            .map_err(|_| writer_stopped())?
+            .send(message)
+            .map_err(|_| writer_stopped())
     }
 
     /// A read, after the watchdog has acted on whatever is due.
@@ -143,6 +153,10 @@ impl Inner {
         })
         .await
     }
+}
+
+fn writer_stopped() -> StoreError {
+    StoreError::Backend("the SQLite store's writer has stopped (see the log)".into())
 }
 
 async fn watchdog_tick(inner: Weak<Inner>, period: Duration) {
@@ -386,6 +400,10 @@ impl StoreBackend for SqliteLightningStore {
 
     async fn run_record(&self) -> StoreResult<Option<RunRecord>> {
         self.inner.read(queries::run_record).await
+    }
+
+    async fn checkpoint(&self) -> StoreResult<()> {
+        self.inner.checkpoint().await
     }
 
     async fn queue_len(&self) -> StoreResult<usize> {

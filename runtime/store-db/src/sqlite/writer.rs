@@ -8,6 +8,7 @@ use super::tx::{SqliteTx, db_error};
 use agl_store::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 use std::sync::mpsc;
+use tokio::sync::oneshot;
 
 /// How many jobs share one transaction at most.
 const MAX_GROUP: usize = 256;
@@ -21,14 +22,38 @@ pub(crate) struct JobEnd {
 
 pub(crate) type Job = Box<dyn FnOnce(&mut SqliteTx<'_>) -> JobEnd + Send>;
 
+/// What the writer is asked to do.
+pub(crate) enum Message {
+    Job(Job),
+    /// Copy the write-ahead log into the database file and empty it (between transactions).
+    Checkpoint(oneshot::Sender<Result<(), StoreError>>),
+}
+
 /// Runs jobs until every sender is gone; `on_finished` hears the rollouts that finished in each
 /// committed group.
-pub(crate) fn run(mut conn: Connection, jobs: mpsc::Receiver<Job>, on_finished: impl Fn(Vec<String>)) {
-    while let Ok(first) = jobs.recv() {
+pub(crate) fn run(mut conn: Connection, messages: mpsc::Receiver<Message>, on_finished: impl Fn(Vec<String>)) {
+    let mut next = messages.recv().ok();
+    while let Some(message) = next.take() {
+        let first = match message {
+            Message::Job(job) => job,
+            Message::Checkpoint(answer) => {
+                let done = conn
+                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                    .map_err(db_error);
+                let _ = answer.send(done);
+                next = messages.recv().ok();
+                continue;
+            }
+        };
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
-            match jobs.try_recv() {
-                Ok(job) => group.push(job),
+            match messages.try_recv() {
+                Ok(Message::Job(job)) => group.push(job),
+                // Handled after this group.
+                Ok(checkpoint) => {
+                    next = Some(checkpoint);
+                    break;
+                }
                 Err(_) => break,
             }
         }
@@ -38,6 +63,9 @@ pub(crate) fn run(mut conn: Connection, jobs: mpsc::Receiver<Job>, on_finished: 
         }
         if failure.is_none() && !finished.is_empty() {
             on_finished(finished);
+        }
+        if next.is_none() {
+            next = messages.recv().ok();
         }
     }
 }

@@ -1,0 +1,130 @@
+//! Where runs are kept: each `agl-host run`/`dev` gets a run id and, by default, an SQLite
+//! database of its own under `.agl/runs/` in the working directory (`--db`/`AGL_DB` name another
+//! store, `--db memory` keeps nothing); the run record (what ran, when, how it ended, its
+//! results) is written into that store at the start and at the end.
+
+use crate::inputs::InputError;
+use agl_store::{RunRecord, StoreBackend, StoreOptions};
+use agl_store_db::DbUrl;
+use anyhow::Context;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The folder kept runs go to, relative to the working directory.
+pub const RUNS_DIR: &str = ".agl/runs";
+
+/// The store of one run, and how to name it to the user.
+pub struct KeptRun {
+    pub store: Arc<dyn StoreBackend>,
+    pub run_id: String,
+    pub url: DbUrl,
+    record: RunRecord,
+}
+
+/// `run-YYYYMMDD-HHMMSS-xxxx` (UTC): sorts by start time, unique enough with the random tail.
+pub fn new_run_id(now: SystemTime) -> String {
+    // "2026-11-24T21:05:12Z" -> "20261124-210512"
+    let stamp: String = humantime::format_rfc3339_seconds(now)
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .map(|c| if c == 'T' { '-' } else { c })
+        .collect();
+    format!("run-{stamp}-{:04x}", fastrand::u16(..))
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The store named by `db` (or a new SQLite database under `.agl/runs/`), with the run record
+/// written as `running`.
+pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Result<KeptRun> {
+    let run_id = new_run_id(SystemTime::now());
+    let url = match db {
+        Some(url) => url,
+        None => DbUrl::Sqlite(Path::new(RUNS_DIR).join(format!("{run_id}.db"))),
+    };
+    let store = agl_store_db::open(&url, StoreOptions::default())?;
+    if let Some(kept) = store
+        .run_record()
+        .await
+        .with_context(|| format!("reading {}", url.redacted()))?
+    {
+        return Err(InputError(format!(
+            "{} already keeps run {} ({}, started by `agl-host {}`); a store keeps one run: give another --db",
+            url.redacted(),
+            kept.run_id,
+            kept.status,
+            kept.command.join(" ")
+        ))
+        .into());
+    }
+    let record = RunRecord {
+        run_id: run_id.clone(),
+        started_at: unix_now(),
+        finished_at: None,
+        status: "running".to_owned(),
+        agent: agent.to_owned(),
+        algorithm: algorithm.to_owned(),
+        command: std::env::args().skip(1).collect(),
+        results: None,
+    };
+    store
+        .save_run(&record)
+        .await
+        .with_context(|| format!("writing the run record into {}", url.redacted()))?;
+    Ok(KeptRun {
+        store,
+        run_id,
+        url,
+        record,
+    })
+}
+
+impl KeptRun {
+    /// Where the run is kept, for the user: the database file, or the URL; `None` in memory.
+    pub fn place(&self) -> Option<String> {
+        match &self.url {
+            DbUrl::Memory => None,
+            DbUrl::Sqlite(path) => Some(path.display().to_string()),
+            other => Some(other.redacted()),
+        }
+    }
+
+    /// Records how the run ended, with its results.
+    pub async fn finish(&mut self, status: &str, results: serde_json::Value) -> anyhow::Result<()> {
+        self.record.status = status.to_owned();
+        self.record.finished_at = Some(unix_now());
+        self.record.results = Some(results);
+        self.store
+            .save_run(&self.record)
+            .await
+            .with_context(|| format!("writing the run record into {}", self.url.redacted()))?;
+        // Compact on disk for whoever opens it next; the run is kept either way.
+        if let Err(error) = self.store.checkpoint().await {
+            tracing::warn!("could not compact {}: {error}", self.url.redacted());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn run_ids_sort_by_time_and_name_the_utc_moment() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_795_813_512); // 2026-11-27T21:05:12Z
+        let id = new_run_id(at);
+        assert!(id.starts_with("run-20261127-210512-"), "{id}");
+        assert_eq!(id.len(), "run-20261127-210512-abcd".len());
+        assert!(new_run_id(at + Duration::from_secs(1)) > id);
+    }
+}
