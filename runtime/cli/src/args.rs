@@ -259,10 +259,10 @@ pub struct CommonArgs {
     #[arg(long, short, value_name = "FILE.json")]
     pub output: Option<PathBuf>,
     /// Where the run is kept: sqlite:PATH, postgres://USER@HOST/DB, or memory (kept nowhere).
-    /// Default: a new SQLite database per run under .agl/runs/ in the working directory, named
-    /// by the run id printed at the start (`agl-host runs` lists them, `agl-host show RUN` opens
-    /// one).
-    #[arg(long, value_name = "URL", env = "AGL_DB")]
+    /// Default: $AGL_DB if set, else a new SQLite database per run under .agl/runs/ in the
+    /// working directory, named by the run id printed at the start (`agl-host runs` lists them,
+    /// `agl-host show RUN` opens one). Not with --store, whose store keeps the run.
+    #[arg(long, value_name = "URL")]
     pub db: Option<String>,
     /// Seed of the algorithm's random source.
     #[arg(long, default_value_t = 0)]

@@ -64,12 +64,8 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
     let llm = llm::backend(&common.llm)?;
     let algo_source = inputs::algorithm_source(algo)?;
-    let db = common
-        .db
-        .as_deref()
-        .map(str::parse::<agl_store_db::DbUrl>)
-        .transpose()?;
-    if matches!(target, Target::RemoteStore { .. }) && db.is_some() {
+    let remote = matches!(target, Target::RemoteStore { .. });
+    if remote && common.db.is_some() {
         return Err(crate::inputs::InputError(
             "--db keeps a run in the store this process serves; with --store the remote store keeps it \
              (start it with `agl-host store --db ...`)"
@@ -77,6 +73,16 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         )
         .into());
     }
+    // $AGL_DB is the default store of runs that keep their own (not of --store runs).
+    let db = match (&common.db, remote) {
+        (Some(text), _) => Some(text.parse::<agl_store_db::DbUrl>()?),
+        (None, false) => std::env::var("AGL_DB")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|text| text.parse::<agl_store_db::DbUrl>())
+            .transpose()?,
+        (None, true) => None,
+    };
     let (agent_source, remote_store) = match &target {
         Target::Agent(path) => (Some(inputs::agent_source(path)?), None),
         Target::RemoteStore { url, token } => (None, Some(remote::connect(url, token.clone()).await?)),
