@@ -1,7 +1,9 @@
 //! Golden test: every exchange captured between Agent-lightning 0.3.0's Python client and its
 //! server (`tests/fixtures/agentlightning-0.3/exchanges.jsonl`, 51 of them) is replayed in order,
-//! over real HTTP, against our server on a fresh in-memory store, and each answer is compared
-//! with the captured one: the same status and the same JSON once ids and times are normalised.
+//! over real HTTP, against our server, and each answer is compared with the captured one: the
+//! same status and the same JSON once ids and times are normalised. The replay runs once per
+//! store backend ([`Backend`]: memory, SQLite, PostgreSQL), each on a fresh store, with the same
+//! assertions: a backend answers the wire API exactly as the others do.
 //!
 //! - Ids: the captured rollout / attempt / resources ids are mapped to ours as they first appear
 //!   (same place in the captured and our answer), and later requests naming a captured id are
@@ -14,11 +16,18 @@
 
 mod support;
 
+use agl_store::{StoreBackend, StoreOptions};
+use agl_store_db::{DbError, DbUrl};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use support::{Answer, TestServer};
+
+/// Our server over one of the backends.
+type Server = TestServer<Arc<dyn StoreBackend>>;
 
 const EXCHANGES: &str = include_str!("../../../tests/fixtures/agentlightning-0.3/exchanges.jsonl");
 
@@ -52,8 +61,9 @@ enum Exception {
     /// `GET statistics`: 0.3.0's in-memory store adds `total_span_bytes`,
     /// `eviction_threshold_bytes`, `safe_threshold_bytes` and `memory_capacity_bytes`, figures of
     /// its span-eviction scheme derived from the capturing machine's memory. Our store does not
-    /// evict spans and reports none of the four (the keys are optional in our `Statistics`);
-    /// every other key must match.
+    /// evict spans and reports none of the four (the keys are optional in our `Statistics`).
+    /// `name` is the class of the store serving, `InMemoryLightningStore` in the capture: ours
+    /// is the backend's ([`Backend::store_name`]). Every other key must match.
     NoEvictionFigures,
 }
 
@@ -189,9 +199,85 @@ fn load() -> Vec<Exchange> {
         .collect()
 }
 
+/// A store the replay runs on, opened as `agl-host store --db` opens it (`agl_store_db::open`).
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Memory,
+    /// A fresh file under the build's `target/tmp`, removed afterwards.
+    Sqlite,
+    /// A fresh database on the test process's throwaway server (`agl_testkit::postgres`).
+    Postgres,
+}
+
+/// What a backend's store leaves behind to remove once the test is done: its SQLite folder.
+struct Scratch(Option<PathBuf>);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+impl Backend {
+    /// The `name` its `GET statistics` reports, after Agent-lightning's store classes.
+    fn store_name(self) -> &'static str {
+        match self {
+            Backend::Memory => "InMemoryLightningStore",
+            Backend::Sqlite => "SqliteLightningStore",
+            Backend::Postgres => "PostgresLightningStore",
+        }
+    }
+
+    /// A fresh, empty store; `None` (after saying why on stderr) when this machine cannot give
+    /// one: no PostgreSQL outside CI (the testkit prints the note, and panics under `CI=true`), or
+    /// an agl-host built without PostgreSQL stores.
+    fn open(self) -> Option<(Arc<dyn StoreBackend>, Scratch)> {
+        let (url, scratch) = match self {
+            Backend::Memory => (DbUrl::Memory, Scratch(None)),
+            Backend::Sqlite => {
+                let dir =
+                    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("golden-sqlite-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&dir);
+                (DbUrl::Sqlite(dir.join("store.db")), Scratch(Some(dir)))
+            }
+            Backend::Postgres => {
+                let url = agl_testkit::postgres::server()?.fresh_database();
+                (url.parse().expect("the testkit's URL is a store URL"), Scratch(None))
+            }
+        };
+        match agl_store_db::open(&url, StoreOptions::default()) {
+            Ok(store) => Some((store, scratch)),
+            Err(DbError::Url { reason, .. }) if reason.contains("not built into this agl-host") => {
+                eprintln!("golden replay on {self:?}: skipped: {reason}");
+                None
+            }
+            Err(error) => panic!("opening the {self:?} store {}: {error}", url.redacted()),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replays_every_captured_exchange() {
-    let server = TestServer::start().await;
+async fn replays_every_captured_exchange_on_memory() {
+    replay_every_captured_exchange(Backend::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_every_captured_exchange_on_sqlite() {
+    replay_every_captured_exchange(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_every_captured_exchange_on_postgres() {
+    replay_every_captured_exchange(Backend::Postgres).await;
+}
+
+async fn replay_every_captured_exchange(backend: Backend) {
+    let Some((store, _scratch)) = backend.open() else {
+        return;
+    };
+    let server = TestServer::on(store).await;
     let exchanges = load();
     assert_eq!(exchanges.len(), 51, "the capture changed: re-read this test");
     let mut ids = Ids::default();
@@ -202,7 +288,7 @@ async fn replays_every_captured_exchange() {
         if index == FIRST_AFTER_GAP {
             fill_capture_gap(&server, &mut ids).await;
         }
-        let context = format!("exchange {index}: {} {}", exchange.method, exchange.path);
+        let context = format!("{backend:?}, exchange {index}: {} {}", exchange.method, exchange.path);
         if exchange.path == "/v1/traces" {
             replay_otlp(&server, &ids, exchange, &context).await;
             continue;
@@ -238,6 +324,8 @@ async fn replays_every_captured_exchange() {
                 for key in EVICTION_KEYS {
                     assert!(captured_map.remove(key).is_some(), "{context}: captured lacks {key}");
                 }
+                let name = captured_map.insert("name".to_owned(), json!(backend.store_name()));
+                assert_eq!(name, Some(json!("InMemoryLightningStore")), "{context}");
                 let ours = answer.json();
                 for key in EVICTION_KEYS {
                     assert!(
@@ -297,7 +385,7 @@ fn compare_json(ids: &mut Ids, captured: &Value, ours: Value, context: &str) {
 ///    10) are no longer at the head of the queue. We take task-1 and task-2 out of the queue by
 ///    cancelling them (nothing recorded later observes them) and enqueue the two rollouts as
 ///    0.3.0's client would have; exchange 44 then maps their captured ids to ours.
-async fn fill_capture_gap(server: &TestServer, ids: &mut Ids) {
+async fn fill_capture_gap(server: &Server, ids: &mut Ids) {
     let started = server
         .post_ok("/v1/agl/rollouts", &json!({"input": "otlp", "mode": "train"}), 201)
         .await;
@@ -332,7 +420,7 @@ async fn fill_capture_gap(server: &TestServer, ids: &mut Ids) {
 /// one scope, one span `openai.chat.completion` with `gen_ai.prompt.0.content = "hi"`; the trace
 /// id, span id and times, unreadable in the capture, are fixed values. The captured answer is
 /// 200 with an empty body (an empty `ExportTraceServiceResponse`).
-async fn replay_otlp(server: &TestServer, ids: &Ids, exchange: &Exchange, context: &str) {
+async fn replay_otlp(server: &Server, ids: &Ids, exchange: &Exchange, context: &str) {
     for legible in [
         "agentlightning.rollout_id",
         "ro-a538efef5409",

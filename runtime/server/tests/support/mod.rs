@@ -1,17 +1,17 @@
-//! Shared by the integration tests: a real server over a fresh in-memory store on
-//! 127.0.0.1:0, and a small JSON-over-HTTP client.
+//! Shared by the integration tests: a real server on 127.0.0.1:0 over a fresh in-memory store
+//! (or over a store the test opened, e.g. a database backend), and a small JSON-over-HTTP client.
 
 #![allow(dead_code)]
 
 use agl_server::{ServerHandle, ServerOptions, serve};
-use agl_store::{InMemoryLightningStore, LightningStore};
+use agl_store::{InMemoryLightningStore, LightningStore, StoreBackend};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// A running server and a client for it.
-pub struct TestServer {
+/// A running server, the store it serves, and a client for it.
+pub struct TestServer<S = InMemoryLightningStore> {
     pub handle: ServerHandle,
-    pub store: InMemoryLightningStore,
+    pub store: S,
     pub client: reqwest::Client,
     pub base: String,
 }
@@ -54,6 +54,22 @@ impl TestServer {
     pub async fn with_options(options: ServerOptions) -> Self {
         let store = InMemoryLightningStore::new();
         let shared: Arc<dyn LightningStore> = Arc::new(store.clone());
+        TestServer::serving(store, shared, options).await
+    }
+}
+
+impl TestServer<Arc<dyn StoreBackend>> {
+    /// Serves `store` (any backend: memory, SQLite, PostgreSQL) with the default options.
+    pub async fn on(store: Arc<dyn StoreBackend>) -> Self {
+        let shared: Arc<dyn LightningStore> = store.clone();
+        TestServer::serving(store, shared, ServerOptions::default()).await
+    }
+}
+
+impl<S> TestServer<S> {
+    /// Serves `shared` (`store` is the same store, as the test wants to reach it) on
+    /// 127.0.0.1:0 whatever `options.host`/`port` say.
+    async fn serving(store: S, shared: Arc<dyn LightningStore>, options: ServerOptions) -> Self {
         let options = ServerOptions { port: 0, ..options };
         let handle = serve(shared, options).await.expect("server starts");
         let base = handle.url();
