@@ -264,6 +264,13 @@ pub struct CommonArgs {
     /// `agl-host show RUN` opens one). Not with --store, whose store keeps the run.
     #[arg(long, value_name = "URL")]
     pub db: Option<String>,
+    /// Go on with a kept run that was stopped (Ctrl-C, a crash, kill -9): RUN is its id, its .db
+    /// file or its store URL. Give nothing else: the run's own flags and working directory are
+    /// used again. Finished rollouts are kept; attempts left running end as unresponsive and are
+    /// retried as their rollout's retry config says; the algorithm starts again and is handed
+    /// the rollouts and resources it made before, so it goes on from where it stopped.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// Seed of the algorithm's random source.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

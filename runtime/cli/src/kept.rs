@@ -73,6 +73,8 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
         agent: agent.to_owned(),
         algorithm: algorithm.to_owned(),
         command: std::env::args().skip(1).collect(),
+        directory: std::env::current_dir().ok().map(|d| d.display().to_string()),
+        resumed_at: Vec::new(),
         results: None,
     };
     store
@@ -88,6 +90,27 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
 }
 
 impl KeptRun {
+    /// The kept run `record` of `store`, going on (`agl-host run --resume`).
+    pub fn resumed(store: Arc<dyn StoreBackend>, url: DbUrl, mut record: RunRecord) -> Self {
+        record.status = "running".to_owned();
+        record.finished_at = None;
+        record.resumed_at.push(unix_now());
+        Self {
+            store,
+            run_id: record.run_id.clone(),
+            url,
+            record,
+        }
+    }
+
+    /// Writes the run record as it stands.
+    pub async fn save(&self) -> anyhow::Result<()> {
+        self.store
+            .save_run(&self.record)
+            .await
+            .with_context(|| format!("writing the run record into {}", self.url.redacted()))
+    }
+
     /// Where the run is kept, for the user: the database file, or the URL; `None` in memory.
     pub fn place(&self) -> Option<String> {
         match &self.url {
@@ -113,6 +136,8 @@ impl KeptRun {
         Ok(())
     }
 }
+
+
 
 #[cfg(test)]
 mod tests {

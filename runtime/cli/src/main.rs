@@ -14,6 +14,7 @@ mod llm;
 mod output;
 mod progress;
 mod remote;
+mod resume;
 mod results;
 mod run;
 mod runner_cmd;
@@ -67,7 +68,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match resume::rewrite_command_line(&argv) {
+        Ok(Some(rewritten)) => Cli::parse_from(rewritten),
+        Ok(None) => Cli::parse_from(argv),
+        Err(error) => {
+            stderr_line(&format!("agl-host: {error:#}"));
+            return if error.downcast_ref::<InputError>().is_some()
+                || error.downcast_ref::<agl_store_db::DbError>().is_some()
+            {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
     init_logging(cli.verbose);
     let threads = match &cli.command {
         Command::Store(StoreArgs { threads, .. }) => *threads,

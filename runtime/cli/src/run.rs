@@ -54,16 +54,6 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let initial_resources = common.resources.as_deref().map(inputs::read_resources).transpose()?;
     let config_json = inputs::read_algorithm_config(common.algo_config.as_deref())?;
     let grace = runner_cmd::duration("grace", &common.grace)?;
-    // Runner processes give rollouts a default unresponsive limit; runners in this process share
-    // the store's fate, so they give none unless asked.
-    let unresponsive_after = match (&common.unresponsive_after, common.strategy) {
-        (Some(value), _) => Some(value.as_str()),
-        (None, Strategy::ClientServer) => Some(DEFAULT_UNRESPONSIVE_AFTER),
-        (None, Strategy::SharedMemory) => None,
-    };
-    let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
-    let llm = llm::backend(&common.llm)?;
-    let algo_source = inputs::algorithm_source(algo)?;
     let remote = matches!(target, Target::RemoteStore { .. });
     if remote && common.db.is_some() {
         return Err(crate::inputs::InputError(
@@ -83,6 +73,20 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
             .transpose()?,
         (None, true) => None,
     };
+    // Runner processes give rollouts a default unresponsive limit, and so do runners in this
+    // process when the run is kept: a rollout whose attempt a dead process left behind is retried
+    // (by another runner, or on resume). Runners of a run kept in memory share the store's fate,
+    // so they give none unless asked.
+    let kept_in_memory = remote || matches!(db, Some(agl_store_db::DbUrl::Memory));
+    let unresponsive_after = match (&common.unresponsive_after, common.strategy) {
+        (Some(value), _) => Some(value.as_str()),
+        (None, Strategy::ClientServer) => Some(DEFAULT_UNRESPONSIVE_AFTER),
+        (None, Strategy::SharedMemory) if !kept_in_memory => Some(DEFAULT_UNRESPONSIVE_AFTER),
+        (None, Strategy::SharedMemory) => None,
+    };
+    let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
+    let llm = llm::backend(&common.llm)?;
+    let algo_source = inputs::algorithm_source(algo)?;
     let (agent_source, remote_store) = match &target {
         Target::Agent(path) => (Some(inputs::agent_source(path)?), None),
         Target::RemoteStore { url, token } => (None, Some(remote::connect(url, token.clone()).await?)),
@@ -137,8 +141,15 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         _ => LogLevel::Trace,
     };
     let progress = Arc::new(Progress::new(show, log_level));
+    let mut replay = None;
     let (store, mut kept): (Arc<dyn LightningStore>, Option<KeptRun>) = match remote_store {
         Some(client) => (Arc::new(client), None),
+        None if common.resume.is_some() => {
+            let url = db.ok_or_else(|| crate::inputs::InputError("--resume needs the run's store".into()))?;
+            let (kept, replaying) = crate::resume::reopen(url).await?;
+            replay = Some(replaying.clone());
+            (replaying, Some(kept))
+        }
         None => {
             let kept = kept::open(db, &agent_name, &algo_name).await?;
             stderr_line(&match kept.place() {
@@ -253,6 +264,12 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     output::print(&results.summary());
     if let Some(path) = &common.output {
         output::print(&format!("  results written to {}\n", path.display()));
+    }
+    if let Some(counts) = replay.as_ref().map(|r| r.counts()) {
+        output::print(&format!(
+            "  resumed: {} rollout(s) and {} resources version(s) of the earlier run handed to the algorithm again\n",
+            counts.rollouts, counts.resources
+        ));
     }
     if let Some(kept) = kept.as_ref().filter(|k| k.place().is_some()) {
         output::print(&format!("  run {} kept: agl-host show {}\n", kept.run_id, kept.run_id));

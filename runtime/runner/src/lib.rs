@@ -10,8 +10,10 @@
 //! - [`Trainer`]: the algorithm component on one task and the runners of a strategy on one store;
 //!   when the algorithm ends the runners drain and stop.
 //! - [`RunReport`]: what a run did, per split, read back from the store.
+//! - [`ReplayStore`], [`abandon_running_attempts`]: resuming a kept run.
 
 mod hooks;
+mod replay;
 mod report;
 mod runner;
 mod shutdown;
@@ -19,6 +21,7 @@ mod strategy;
 mod trainer;
 
 pub use hooks::{Hook, HookContext};
+pub use replay::{ABANDONED_REASON, ReplayCounts, ReplayStore, abandon_running_attempts};
 pub use report::{FailedRollout, FailureReason, RunReport, SplitReport};
 pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions, liveness_default};
 pub use shutdown::Shutdown;

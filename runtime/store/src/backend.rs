@@ -49,6 +49,12 @@ pub struct RunRecord {
     /// The command line's arguments after the program name (secrets are never on it: keys come
     /// from the environment).
     pub command: Vec<String>,
+    /// The working directory the command ran in (its relative paths are relative to it).
+    #[serde(default)]
+    pub directory: Option<String>,
+    /// When the run was resumed (`agl-host run --resume`), each time.
+    #[serde(default)]
+    pub resumed_at: Vec<f64>,
     /// The run's results (the `--output` JSON) once it has ended.
     pub results: Option<serde_json::Value>,
 }

@@ -853,6 +853,8 @@ async fn the_run_record_is_kept_and_replaced() {
         agent: "examples/math-agent".into(),
         algorithm: "apo".into(),
         command: vec!["run".into(), "--agent".into(), "examples/math-agent".into()],
+        directory: Some("/work".into()),
+        resumed_at: Vec::new(),
         results: None,
     };
     store.save_run(&record).await.unwrap();
