@@ -2,7 +2,8 @@
 //! binary, the probe's `noop` (a fresh sandboxed instance, one call, a reward) written in Rust
 //! (`tests/guests/probe`), Python (`tests/guests/probe-py`, componentize-py) and JavaScript
 //! (`tests/guests/probe-js`, componentize-js), the baseline plugin enqueueing every task, the
-//! scripted LLM backend, the in-memory store; 1 and 2 runners. The figure is the binary's own
+//! scripted LLM backend, the in-memory store (`--db memory`: the runtime's own overhead, not the
+//! database's); 1 and 2 runners. The figure is the binary's own
 //! `rollouts_per_second` (rollouts finished / time from the first enqueue to the end; component
 //! loading excluded), median of the repetitions. Beside the Python probe, the ceiling of a Python
 //! agent: `tests/guests/noop-py-bindings`, a componentize-py component with no SDK whose rollout
@@ -58,7 +59,14 @@ fn cache_dir() -> PathBuf {
 
 fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, runners: u32, out: &Path) -> f64 {
     let output = Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .args(["run", "--no-progress", "--runners", &runners.to_string()])
+        .args([
+            "run",
+            "--no-progress",
+            "--db",
+            "memory",
+            "--runners",
+            &runners.to_string(),
+        ])
         .arg("--agent")
         .arg(agent)
         .arg("--algo")
