@@ -1,7 +1,8 @@
 //! Agent-lightning 0.3.0's own Python `LightningStoreClient` (and the Python OTLP/HTTP exporter)
 //! against `agl-host store`: `tests/python/agl_client_compat.py` run in a venv with
 //! `agentlightning==0.3.0`, which `tests/python/prepare_venv.py` creates under
-//! `target/py/agl-0.3` on the first run (a few minutes of pip) and reuses afterwards.
+//! `target/py/agl-0.3` on the first run (a few minutes of pip) and reuses afterwards. The same
+//! script runs against each backend `--db` opens (memory, SQLite, PostgreSQL), each a fresh store.
 //!
 //! Needs `python3` (3.10 or newer, with the venv module) and, the first time, PyPI.
 
@@ -11,7 +12,7 @@ use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{ServerProcess, prepare_venv, workspace_root};
+use support::{Backend, ServerProcess, prepare_venv, workspace_root};
 
 /// The whole Python run (the import of agentlightning alone takes ~15 s on a busy 2-core box).
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(150);
@@ -52,9 +53,33 @@ fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
 }
 
 #[test]
-fn agentlightning_client_drives_our_store() {
+fn agentlightning_client_drives_our_store_on_memory() {
+    drives_our_store(Backend::Memory);
+}
+
+#[test]
+fn agentlightning_client_drives_our_store_on_sqlite() {
+    drives_our_store(Backend::Sqlite);
+}
+
+#[test]
+fn agentlightning_client_drives_our_store_on_postgres() {
+    drives_our_store(Backend::Postgres);
+}
+
+/// Every check of `agl_client_compat.py` against `agl-host store` on a fresh `backend` store.
+fn drives_our_store(backend: Backend) {
+    let Some(db) = backend.fresh_db() else { return };
+    let server = match ServerProcess::try_agl_host_store(&["--db", &db.url]) {
+        Ok(server) => server,
+        // An agl-host built before agl-store-db had PostgreSQL stores: nothing to test yet.
+        Err(refusal) if refusal.contains("not built into this agl-host") => {
+            eprintln!("{backend:?} store: skipped: {refusal}");
+            return;
+        }
+        Err(refusal) => panic!("{refusal}"),
+    };
     let python = prepare_venv();
-    let server = ServerProcess::agl_host_store(&[]);
     let mut command = Command::new(&python);
     command
         .arg(workspace_root().join("tests/python/agl_client_compat.py"))
@@ -68,7 +93,7 @@ fn agentlightning_client_drives_our_store() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success() && !timed_out,
-        "agl_client_compat.py {} against {}:\n--- script output\n{stdout}\n--- script stderr\n{stderr}\n--- agl-host store stderr\n{}",
+        "agl_client_compat.py {} against {} ({backend:?}):\n--- script output\n{stdout}\n--- script stderr\n{stderr}\n--- agl-host store stderr\n{}",
         if timed_out {
             format!("timed out after {SCRIPT_TIMEOUT:?}")
         } else {

@@ -1,11 +1,16 @@
-//! What the Python compatibility test and the store load bench share: the workspace root, the
-//! venv with Agent-lightning 0.3.0 (created by `tests/python/prepare_venv.py` under
-//! `target/py/agl-0.3`), and server child processes (`agl-host store --port 0` and others) that
-//! are killed on drop. Included with `mod support;` (tests) or `#[path]` (benches).
+//! What the store's process tests (the Python compatibility test, the durability test) and the
+//! store load bench share: the workspace root, the venv with Agent-lightning 0.3.0 (created by
+//! `tests/python/prepare_venv.py` under `target/py/agl-0.3`), server child processes (`agl-host
+//! store --port 0` and others) that are killed on drop, and the store backends a test runs on
+//! ([`Backend`]). Included with `mod support;` (tests) or `#[path]` (benches).
+
+// Each test or bench uses a part of this.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -65,6 +70,12 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// `agl-host store --port 0 ARGS...` (this package's binary); returns once it printed its URL.
     pub fn agl_host_store(args: &[&str]) -> ServerProcess {
+        Self::try_agl_host_store(args).unwrap_or_else(|refusal| panic!("{refusal}"))
+    }
+
+    /// Like [`Self::agl_host_store`]; when the server exits before printing its URL, its exit
+    /// status and what it wrote to stderr.
+    pub fn try_agl_host_store(args: &[&str]) -> Result<ServerProcess, String> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
             .args(["store", "--port", "0"])
             .args(args)
@@ -85,17 +96,16 @@ impl ServerProcess {
             Some(url) => server.url = url,
             None => {
                 let status = server.child.wait().expect("wait for agl-host");
-                panic!(
+                return Err(format!(
                     "agl-host store exited ({status}) before printing its URL:\n{}",
                     server.log()
-                );
+                ));
             }
         }
-        server
+        Ok(server)
     }
 
     /// Another server already started at `url`, to be killed on drop like ours.
-    #[allow(dead_code)] // the bench's other server; the Python test has none
     pub fn adopt(child: Child, url: String) -> ServerProcess {
         ServerProcess {
             child,
@@ -105,18 +115,91 @@ impl ServerProcess {
     }
 
     /// `127.0.0.1:PORT`: the URL without its scheme.
-    #[allow(dead_code)] // the bench speaks raw HTTP to the host; the Python test passes the URL
     pub fn host(&self) -> &str {
         self.url.strip_prefix("http://").unwrap_or(&self.url)
     }
 
-    #[allow(dead_code)] // the bench reads the server's CPU time by pid
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
     pub fn log(&self) -> String {
         self.log.lock().map(|log| log.clone()).unwrap_or_default()
+    }
+
+    /// Kills the server with SIGKILL (no shutdown of any kind) and reaps it.
+    pub fn kill(&mut self) -> ExitStatus {
+        self.child.kill().expect("SIGKILL the server");
+        self.child.wait().expect("reap the server")
+    }
+}
+
+/// A store `agl-host store --db` opens, for tests that run once per backend.
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Memory,
+    /// A new file under the build's `target/tmp`.
+    Sqlite,
+    /// A new database on the test process's throwaway PostgreSQL server (`agl_testkit`).
+    Postgres,
+}
+
+impl Backend {
+    /// A `--db` naming a fresh, empty store of this backend; `None` when this machine has no
+    /// PostgreSQL outside CI (the testkit prints why, and panics under `CI=true`).
+    pub fn fresh_db(self) -> Option<FreshDb> {
+        Some(match self {
+            Backend::Memory => FreshDb {
+                url: "memory".to_owned(),
+                scratch: None,
+            },
+            Backend::Sqlite => {
+                let scratch = Scratch::new("sqlite");
+                FreshDb {
+                    url: format!("sqlite:{}", scratch.path("store.db").display()),
+                    scratch: Some(scratch),
+                }
+            }
+            Backend::Postgres => FreshDb {
+                url: agl_testkit::postgres::server()?.fresh_database(),
+                scratch: None,
+            },
+        })
+    }
+}
+
+/// A `--db` for one test, and the folder its SQLite file lives in (removed on drop).
+pub struct FreshDb {
+    pub url: String,
+    scratch: Option<Scratch>,
+}
+
+/// A new, empty folder under the build's `target/tmp` (`agl-cli-<what>-<pid>-<n>`), removed
+/// with everything in it on drop.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(what: &str) -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "agl-cli-{what}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch folder under target/tmp");
+        Scratch(dir)
+    }
+
+    /// `name` inside the folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
