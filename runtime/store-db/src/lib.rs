@@ -2,15 +2,18 @@
 //!
 //! - [`DbUrl`]: `memory`, `sqlite:PATH`, `postgres://...`, as `--db` and `AGL_DB` take them;
 //! - [`open`]: the store a URL names, as an `Arc<dyn StoreBackend>`;
-//! - [`SqliteLightningStore`]: one SQLite file (WAL), the embedded default for kept runs.
+//! - [`SqliteLightningStore`]: one SQLite file (WAL), the embedded default for kept runs;
+//! - [`PostgresLightningStore`]: a PostgreSQL database, which several processes may share.
 //!
 //! Every backend runs the same transitions (`agl_store::transitions`) over its own
 //! `agl_store::Storage`, and passes the same conformance suite (`runtime/store/tests/conformance`).
 
 pub mod error;
+pub mod postgres;
 pub mod sqlite;
 pub mod url;
 
+pub use self::postgres::PostgresLightningStore;
 pub use error::DbError;
 pub use sqlite::SqliteLightningStore;
 pub use url::DbUrl;
@@ -23,9 +26,6 @@ pub fn open(url: &DbUrl, options: StoreOptions) -> Result<Arc<dyn StoreBackend>,
     match url {
         DbUrl::Memory => Ok(Arc::new(InMemoryLightningStore::with_options(options))),
         DbUrl::Sqlite(path) => Ok(Arc::new(SqliteLightningStore::open(path, options)?)),
-        DbUrl::Postgres(_) => Err(DbError::Url {
-            url: url.redacted(),
-            reason: "PostgreSQL stores are not built into this agl-host yet; use memory or sqlite:PATH".to_owned(),
-        }),
+        DbUrl::Postgres(postgres_url) => Ok(Arc::new(PostgresLightningStore::open(postgres_url, options)?)),
     }
 }

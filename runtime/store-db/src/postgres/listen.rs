@@ -1,0 +1,102 @@
+//! Wakes this process's `wait_for_rollouts` when any replica finishes a rollout: a thread with a
+//! connection of its own `LISTEN`s on [`CHANNEL`] and bumps the store's `finished` counter for
+//! each notification (this process's own commits bump it directly too). The connection is opened
+//! again when it breaks, with a bump, since notifications sent meanwhile are lost. Waiters re-read
+//! the database on every bump and on a slow timer, so a lost notification only delays them. This
+//! module does not know what a wait is waiting for.
+
+use super::pool::{CHANNEL, connect};
+use ::postgres::fallible_iterator::FallibleIterator as _;
+use ::postgres::{Client, Config};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often the thread looks whether the store is gone.
+const POLL: Duration = Duration::from_millis(250);
+
+/// The longest pause between two tries to connect again.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Starts the listening thread; it ends once `stop` is set.
+pub(crate) fn spawn(
+    config: Arc<Config>,
+    place: String,
+    finished: watch::Sender<u64>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("agl-postgres-listen".into())
+        .spawn(move || listen(&config, &place, &finished, &stop))
+        .map(|_| ())
+}
+
+fn bump(finished: &watch::Sender<u64>) {
+    finished.send_modify(|generation| *generation = generation.wrapping_add(1));
+}
+
+fn listen(config: &Config, place: &str, finished: &watch::Sender<u64>, stop: &AtomicBool) {
+    let mut client: Option<Client> = None;
+    let mut backoff = Duration::from_millis(100);
+    let mut was_connected = false;
+    let mut warned = false;
+    while !stop.load(Ordering::Relaxed) {
+        let Some(listening) = client.as_mut().filter(|c| !c.is_closed()) else {
+            client = None;
+            let opened = connect(config).and_then(|mut c| c.batch_execute(&format!("LISTEN {CHANNEL}")).map(|()| c));
+            match opened {
+                Ok(c) => {
+                    client = Some(c);
+                    backoff = Duration::from_millis(100);
+                    if was_connected || warned {
+                        // Whatever finished while no one listened: waiters look again.
+                        tracing::info!(store = place, "PostgreSQL store: listening for finished rollouts again");
+                        bump(finished);
+                    }
+                    was_connected = true;
+                    warned = false;
+                }
+                Err(error) => {
+                    if !warned {
+                        tracing::warn!(
+                            store = place,
+                            "PostgreSQL store: cannot listen for finished rollouts ({error}); waits fall back \
+                             to polling until the connection is back"
+                        );
+                        warned = true;
+                    }
+                    sleep_unless_stopped(backoff, stop);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+            continue;
+        };
+        let heard = listening.notifications().timeout_iter(POLL).next().map(|n| n.is_some());
+        match heard {
+            Ok(true) => {
+                // Take whatever else has arrived already: one bump for the lot.
+                let _ = listening.notifications().iter().count();
+                bump(finished);
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::warn!(
+                    store = place,
+                    "PostgreSQL store: the listening connection broke: {error}"
+                );
+                client = None;
+            }
+        }
+    }
+}
+
+/// Sleeps `total`, in steps, returning early once `stop` is set.
+fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+    let mut left = total;
+    while !left.is_zero() && !stop.load(Ordering::Relaxed) {
+        let step = left.min(POLL);
+        std::thread::sleep(step);
+        left -= step;
+    }
+}

@@ -1,0 +1,311 @@
+//! The connections a PostgreSQL store works through, and how one call becomes one transaction.
+//! [`Pool`]: up to `size` threads, each owning one connection (opened on its first job, opened
+//! again after it breaks); a thread is started only when calls overlap and none is free, so a
+//! store used by one task holds one connection. A call is a [`Job`] the next free thread takes.
+//! [`Session::transact`]: `BEGIN`, the operation over a [`PgTx`], `COMMIT` (preceded by
+//! `NOTIFY agl_rollouts_finished` when rollouts finished), the whole run again on a
+//! serialization failure or a deadlock. What a call does is `mod.rs`'s and `tx.rs`'s.
+
+use super::tx::{Conn, PgTx, db_error, is_retryable};
+use crate::error::DbError;
+use ::postgres::{Client, Config, NoTls};
+use agl_store::{Clock, StoreError, StoreResult};
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The channel every commit that finished a rollout notifies.
+pub(crate) const CHANNEL: &str = "agl_rollouts_finished";
+
+/// How many times a transaction runs at most when it keeps meeting serialization failures or
+/// deadlocks.
+const MAX_TRIES: u32 = 8;
+
+/// Opens a connection (plain TCP or a Unix socket: TLS is not built in).
+pub(crate) fn connect(config: &Config) -> Result<Client, ::postgres::Error> {
+    config.connect(NoTls)
+}
+
+/// What one call runs on a pool thread.
+pub(crate) type Job = Box<dyn FnOnce(&mut Session) + Send>;
+
+/// How a transaction sees others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// A call that changes things: read committed, every row it decides on locked.
+    Write,
+    /// A read: one snapshot for all its statements (repeatable read).
+    Read,
+}
+
+impl Isolation {
+    fn begin(self) -> &'static str {
+        match self {
+            Isolation::Write => "BEGIN",
+            Isolation::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+        }
+    }
+}
+
+/// One pool thread's connection, opened when first needed.
+pub(crate) struct Session {
+    config: Arc<Config>,
+    place: Arc<str>,
+    conn: Option<Conn>,
+}
+
+impl Session {
+    /// The open connection, opening it (again) if there is none or it broke.
+    fn conn(&mut self) -> StoreResult<&mut Conn> {
+        let conn = match self.conn.take() {
+            Some(conn) if !conn.client.is_closed() => conn,
+            _ => Conn::new(connect(&self.config).map_err(|e| {
+                StoreError::Backend(format!("cannot connect to the PostgreSQL store {}: {e}", self.place))
+            })?),
+        };
+        Ok(self.conn.insert(conn))
+    }
+
+    /// Runs `op` in a transaction, at the clock's now, and commits it: the value, and whether a
+    /// rollout finished. `op` runs again from the start (a fresh transaction, the time read
+    /// again) after a serialization failure or a deadlock, a few times.
+    pub fn transact<T>(
+        &mut self,
+        isolation: Isolation,
+        clock: &dyn Clock,
+        mut op: impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
+    ) -> StoreResult<(T, bool)> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let outcome = run_once(self.conn()?, isolation, clock.now(), &mut op);
+            match outcome {
+                Ok(done) => return Ok(done),
+                Err((error, retry)) => {
+                    if self.conn.as_ref().is_some_and(|conn| conn.client.is_closed()) {
+                        self.conn = None;
+                    }
+                    if !retry || tries >= MAX_TRIES {
+                        return Err(error);
+                    }
+                    std::thread::sleep(backoff(tries));
+                }
+            }
+        }
+    }
+}
+
+/// One try: the value and whether a rollout finished, or the error and whether to try again.
+fn run_once<T>(
+    conn: &mut Conn,
+    isolation: Isolation,
+    now: f64,
+    op: &mut impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
+) -> Result<(T, bool), (StoreError, bool)> {
+    let mut tx = PgTx::begin(conn, isolation.begin(), now).map_err(|e| (db_error(e), false))?;
+    let result = op(&mut tx, now);
+    let (finished, retryable) = (tx.finished, tx.retryable);
+    match result {
+        Ok(value) => {
+            // The notification is delivered at the commit, and only if it commits.
+            let commit = if finished {
+                "NOTIFY agl_rollouts_finished; COMMIT"
+            } else {
+                "COMMIT"
+            };
+            match conn.client.batch_execute(commit) {
+                Ok(()) => Ok((value, finished)),
+                Err(error) => {
+                    let retry = is_retryable(&error);
+                    rollback(conn);
+                    Err((db_error(error), retry))
+                }
+            }
+        }
+        Err(error) => {
+            rollback(conn);
+            Err((error, retryable))
+        }
+    }
+}
+
+fn rollback(conn: &mut Conn) {
+    if let Err(error) = conn.client.batch_execute("ROLLBACK")
+        && !conn.client.is_closed()
+    {
+        tracing::warn!("PostgreSQL store: ROLLBACK failed: {error}");
+    }
+}
+
+/// The pause before try `tries + 1`: growing, with jitter so that two replicas that deadlocked
+/// do not meet again at once.
+fn backoff(tries: u32) -> Duration {
+    let jitter = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |t| u64::from(t.subsec_nanos()) % 4_000);
+    Duration::from_micros((500u64 << tries.min(6)) + jitter)
+}
+
+/// The store's threads and the calls waiting for one.
+pub(crate) struct Pool {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when a job arrives for an idle thread, and when the pool closes.
+    ready: Condvar,
+    size: usize,
+    config: Arc<Config>,
+    place: Arc<str>,
+}
+
+struct State {
+    jobs: VecDeque<Job>,
+    /// Threads waiting for a job.
+    idle: usize,
+    threads: usize,
+    closed: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Pool {
+    /// A pool of up to `size` connections. Its first connection is opened now, on its first
+    /// thread, and `setup` (the migrations) runs on it before any call: an error of either is
+    /// the pool's.
+    pub fn open(
+        config: Config,
+        place: &str,
+        size: usize,
+        setup: impl FnOnce(&mut Client) -> Result<(), DbError> + Send + 'static,
+    ) -> Result<Self, DbError> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                jobs: VecDeque::new(),
+                idle: 0,
+                threads: 1,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+            size: size.max(1),
+            config: Arc::new(config),
+            place: Arc::from(place),
+        });
+        let (opened, first) = mpsc::channel::<Result<(), DbError>>();
+        let thread_shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new().name("agl-postgres".into()).spawn(move || {
+            let shared = thread_shared;
+            let place = shared.place.to_string();
+            let client = connect(&shared.config).map_err(|e| DbError::Other {
+                place: place.clone(),
+                reason: format!("cannot connect: {e}"),
+            });
+            let ready = client.and_then(|mut client| setup(&mut client).map(|()| client));
+            match ready {
+                Ok(client) => {
+                    let _ = opened.send(Ok(()));
+                    work(&shared, Some(Conn::new(client)));
+                }
+                Err(error) => {
+                    shared.lock().threads -= 1;
+                    let _ = opened.send(Err(error));
+                }
+            }
+        });
+        if let Err(error) = spawned {
+            return Err(DbError::Other {
+                place: place.to_owned(),
+                reason: format!("cannot start a connection thread: {error}"),
+            });
+        }
+        let pool = Pool { shared };
+        match first.recv() {
+            Ok(Ok(())) => Ok(pool),
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(DbError::Other {
+                place: place.to_owned(),
+                reason: "its first connection thread stopped (see the log)".to_owned(),
+            }),
+        }
+    }
+
+    /// Hands `job` to a free thread, starting one if none is free and the pool is not full
+    /// (else it waits for the next thread to finish). `false` once the pool is closed.
+    pub fn submit(&self, job: Job) -> bool {
+        let mut state = self.shared.lock();
+        if state.closed {
+            return false;
+        }
+        state.jobs.push_back(job);
+        if state.idle >= state.jobs.len() {
+            self.shared.ready.notify_one();
+            return true;
+        }
+        if state.threads >= self.shared.size {
+            return true;
+        }
+        state.threads += 1;
+        drop(state);
+        let shared = Arc::clone(&self.shared);
+        let spawned = std::thread::Builder::new()
+            .name("agl-postgres".into())
+            .spawn(move || work(&shared, None));
+        if let Err(error) = spawned {
+            tracing::error!("PostgreSQL store: cannot start a connection thread: {error}");
+            let mut state = self.shared.lock();
+            state.threads -= 1;
+            if state.threads == 0 {
+                // No thread would ever run them: dropping them tells their callers.
+                state.jobs.clear();
+            }
+        }
+        true
+    }
+
+    /// Lets the threads finish the jobs queued and end, closing their connections.
+    pub fn close(&self) {
+        self.shared.lock().closed = true;
+        self.shared.ready.notify_all();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A pool thread: runs jobs on its connection until the pool closes.
+fn work(shared: &Shared, conn: Option<Conn>) {
+    let mut session = Session {
+        config: Arc::clone(&shared.config),
+        place: Arc::clone(&shared.place),
+        conn,
+    };
+    let mut state = shared.lock();
+    loop {
+        if let Some(job) = state.jobs.pop_front() {
+            drop(state);
+            if catch_unwind(AssertUnwindSafe(|| job(&mut session))).is_err() {
+                // A bug, not the database: the connection may be inside a transaction.
+                tracing::error!("PostgreSQL store: a call panicked; its connection is closed");
+                session.conn = None;
+            }
+            state = shared.lock();
+            continue;
+        }
+        if state.closed {
+            break;
+        }
+        state.idle += 1;
+        state = shared.ready.wait(state).unwrap_or_else(PoisonError::into_inner);
+        state.idle -= 1;
+    }
+    state.threads -= 1;
+}

@@ -1,0 +1,348 @@
+//! The store's conformance suite (`runtime/store/tests/conformance/`: the status machine,
+//! behaviour, property tests) on the PostgreSQL backend, each test on a fresh database of the
+//! throwaway server `agl-testkit` starts; then what only a shared database has: replicas (several
+//! stores on one database) handing out each rollout once, waking each other's waits, sharing the
+//! watchdog and the migration; and how opening fails.
+//!
+//! Without PostgreSQL (and not under CI, where it is required) `agl_testkit::postgres::server()`
+//! prints that each test is skipped: the replica tests return at once, and the conformance tests,
+//! whose bodies cannot return early, run on the in-memory store instead (checking nothing about
+//! PostgreSQL).
+
+#[path = "../../store/tests/common/mod.rs"]
+mod common;
+
+use agl_store::*;
+use agl_store_db::postgres::{RECHECK, SCHEMA_VERSION};
+use agl_store_db::{DbError, DbUrl, PostgresLightningStore};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Random operation sequences the property test tries (each on a database of its own).
+pub const PROPERTY_CASES: u32 = 12;
+
+fn manual_options(clock: &ManualClock) -> StoreOptions {
+    StoreOptions {
+        watchdog_interval: None,
+        clock: Arc::new(clock.clone()),
+    }
+}
+
+/// A store whose time moves only when the test says so, with no background tick.
+pub fn manual_store() -> (Arc<dyn StoreBackend>, ManualClock) {
+    let clock = ManualClock::new(common::T0);
+    let store: Arc<dyn StoreBackend> = match agl_testkit::postgres::server() {
+        Some(server) => Arc::new(
+            PostgresLightningStore::open(&server.fresh_database(), manual_options(&clock)).expect("PostgreSQL store"),
+        ),
+        None => Arc::new(InMemoryLightningStore::with_options(manual_options(&clock))),
+    };
+    (store, clock)
+}
+
+/// A store on the system clock, with this background watchdog tick (needs a Tokio runtime).
+pub fn live_store(watchdog_interval: Option<Duration>) -> Arc<dyn StoreBackend> {
+    let options = StoreOptions {
+        watchdog_interval,
+        ..StoreOptions::default()
+    };
+    match agl_testkit::postgres::server() {
+        Some(server) => {
+            Arc::new(PostgresLightningStore::open(&server.fresh_database(), options).expect("PostgreSQL store"))
+        }
+        None => Arc::new(InMemoryLightningStore::with_options(options)),
+    }
+}
+
+mod transitions {
+    include!("../../store/tests/conformance/transitions.rs");
+}
+
+mod behaviour {
+    include!("../../store/tests/conformance/behaviour.rs");
+}
+
+mod properties {
+    include!("../../store/tests/conformance/properties.rs");
+}
+
+// ---- replicas: several stores on one database ----------------------------------------------------
+
+/// Two replicas on one fresh database, on the system clock, with no background tick.
+fn replicas() -> Option<(PostgresLightningStore, PostgresLightningStore)> {
+    let url = agl_testkit::postgres::server()?.fresh_database();
+    let open = || {
+        PostgresLightningStore::open(
+            &url,
+            StoreOptions {
+                watchdog_interval: None,
+                ..StoreOptions::default()
+            },
+        )
+        .expect("PostgreSQL store")
+    };
+    Some((open(), open()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_hand_out_each_of_10000_rollouts_exactly_once() {
+    let Some((a, b)) = replicas() else { return };
+    let total = 10_000;
+    let mut enqueued = HashSet::new();
+    for batch in 0..10 {
+        let requests = (0..total / 10)
+            .map(|i| EnqueueRolloutRequest::new(serde_json::json!({ "i": batch * 1000 + i })))
+            .collect();
+        let by = if batch % 2 == 0 { &a } else { &b };
+        for rollout in by.enqueue_rollouts(requests).await.unwrap() {
+            enqueued.insert(rollout.rollout_id);
+        }
+    }
+    assert_eq!(enqueued.len(), total);
+
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..16)
+        .map(|task| {
+            let store = if task % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move {
+                let worker = format!("worker-{task}");
+                let mut taken = Vec::new();
+                // Two at a time: dequeue_rollouts takes several heads in one transaction.
+                loop {
+                    let got = store.dequeue_rollouts(2, Some(&worker)).await.unwrap();
+                    if got.is_empty() {
+                        break;
+                    }
+                    taken.extend(got.into_iter().map(|ar| ar.rollout.rollout_id));
+                }
+                taken
+            })
+        })
+        .collect();
+    let mut handed_out = Vec::with_capacity(total);
+    for task in tasks {
+        handed_out.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "16 tasks over 2 replicas dequeued {} rollouts in {elapsed:.2?} ({:.0}/s)",
+        handed_out.len(),
+        handed_out.len() as f64 / elapsed.as_secs_f64()
+    );
+    let distinct: HashSet<String> = handed_out.iter().cloned().collect();
+    assert_eq!(handed_out.len(), total, "every rollout handed out, none twice");
+    assert_eq!(distinct, enqueued);
+    assert_eq!(a.queue_len().await.unwrap(), 0);
+    let stats = b.statistics().await.unwrap();
+    assert_eq!(
+        (stats.total_rollouts, stats.total_attempts),
+        (total as u64, total as u64)
+    );
+    let preparing = a
+        .query_rollouts(&RolloutQuery::default().status_in([RolloutStatus::Preparing]))
+        .await
+        .unwrap();
+    assert_eq!(preparing.total, total as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_rollouts_on_one_replica_wakes_when_another_finishes_the_rollout() {
+    let Some((a, b)) = replicas() else { return };
+    let rollout = a
+        .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!("task")))
+        .await
+        .unwrap();
+    let ids = vec![rollout.rollout_id.clone()];
+    let waiter = {
+        let a = a.clone();
+        tokio::spawn(async move { a.wait_for_rollouts(&ids, Some(Duration::from_secs(30))).await })
+    };
+    // Let the waiter look once and go to sleep.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiter.is_finished());
+    let taken = b
+        .dequeue_rollout(Some("w"))
+        .await
+        .unwrap()
+        .expect("queued on A, taken on B");
+    b.update_attempt(
+        &rollout.rollout_id,
+        AttemptRef::Id(&taken.attempt.attempt_id),
+        AttemptUpdate::status(AttemptStatus::Succeeded),
+    )
+    .await
+    .unwrap();
+    let finished_at = Instant::now();
+    let done = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("woken")
+        .unwrap()
+        .unwrap();
+    let woken_after = finished_at.elapsed();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].status, RolloutStatus::Succeeded);
+    assert!(
+        woken_after < RECHECK / 2,
+        "woken by B's notification, not A's periodic re-check: {woken_after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watchdog_run_by_every_replica_times_out_each_attempt_once() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url = server.fresh_database();
+    let clock = ManualClock::new(common::T0);
+    let a = PostgresLightningStore::open(&url, manual_options(&clock)).unwrap();
+    let b = PostgresLightningStore::open(&url, manual_options(&clock)).unwrap();
+    let config = RolloutConfig {
+        timeout_seconds: Some(5.0),
+        max_attempts: 2,
+        retry_condition: vec![AttemptStatus::Timeout],
+        ..RolloutConfig::default()
+    };
+    let requests = (0..60)
+        .map(|i| EnqueueRolloutRequest::new(serde_json::json!(i)).config(config.clone()))
+        .collect();
+    let rollouts = a.enqueue_rollouts(requests).await.unwrap();
+    assert_eq!(a.dequeue_rollouts(100, Some("w")).await.unwrap().len(), 60);
+    clock.advance(10.0);
+    let (on_a, on_b) = tokio::join!(a.run_watchdog(), b.run_watchdog());
+    assert_eq!(
+        on_a.unwrap() + on_b.unwrap(),
+        60,
+        "each attempt timed out by one replica"
+    );
+    assert_eq!(a.run_watchdog().await.unwrap() + b.run_watchdog().await.unwrap(), 0);
+    for rollout in &rollouts {
+        let attempts = b
+            .query_attempts(&rollout.rollout_id, &AttemptQuery::default())
+            .await
+            .unwrap();
+        assert_eq!(attempts.items.len(), 1);
+        assert_eq!(attempts.items[0].status, AttemptStatus::Timeout);
+    }
+    assert_eq!(a.queue_len().await.unwrap(), 60, "every rollout requeued once");
+    a.check_invariants().await.unwrap();
+}
+
+#[test]
+fn replicas_opening_a_new_database_together_migrate_it_once() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url = server.fresh_database();
+    let opening: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || PostgresLightningStore::open(&url, StoreOptions::default()).map(|_| ()))
+        })
+        .collect();
+    for thread in opening {
+        thread.join().unwrap().expect("every replica opens");
+    }
+    let versions = server.psql(&url, "SELECT version FROM agl_schema");
+    assert_eq!(versions.trim(), SCHEMA_VERSION.to_string());
+}
+
+#[test]
+fn a_database_with_a_newer_schema_is_refused() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url = server.fresh_database();
+    drop(PostgresLightningStore::open(&url, StoreOptions::default()).unwrap());
+    server.psql(&url, &format!("UPDATE agl_schema SET version = {}", SCHEMA_VERSION + 1));
+    let Err(error) = PostgresLightningStore::open(&url, StoreOptions::default()) else {
+        panic!("a newer schema was accepted")
+    };
+    assert!(matches!(error, DbError::NewerSchema { .. }), "{error}");
+    assert!(error.to_string().contains("newer than this agl-host"), "{error}");
+}
+
+#[test]
+fn an_unreachable_server_is_one_error_naming_the_url_without_its_password() {
+    // Port 1 on the loopback: nothing listens there.
+    let url: DbUrl = "postgres://agl:hunter2@127.0.0.1:1/agl".parse().unwrap();
+    let Err(error) = agl_store_db::open(&url, StoreOptions::default()) else {
+        panic!("opened a store on a closed port")
+    };
+    let message = error.to_string();
+    assert!(message.contains("postgres://agl:***@127.0.0.1:1/agl"), "{message}");
+    assert!(message.contains("connect"), "{message}");
+    assert!(!message.contains("hunter2") && !message.contains('\n'), "{message}");
+}
+
+#[test]
+fn an_unknown_user_is_one_error_naming_the_url() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url = server
+        .fresh_database()
+        .replacen("postgres://postgres@", "postgres://nobody_here:pw@", 1);
+    let Err(error) = agl_store_db::open(&DbUrl::Postgres(url), StoreOptions::default()) else {
+        panic!("opened a store as a user the server does not have")
+    };
+    let message = error.to_string();
+    assert!(message.contains("nobody_here:***@"), "{message}");
+    assert!(message.contains("nobody_here"), "{message}");
+    assert!(!message.contains(":pw@"), "{message}");
+}
+
+/// The figure in `src/postgres/mod.rs`'s doc: enqueue + dequeue + succeed round trips per
+/// second, 8 tasks over one store. `cargo test -p agl-store-db --test postgres --release --
+/// --ignored --nocapture throughput_figure`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn throughput_figure() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let store = PostgresLightningStore::open(
+        &server.fresh_database(),
+        StoreOptions {
+            watchdog_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let per_task = 500;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let worker = format!("w{task}");
+                for i in 0..per_task {
+                    store
+                        .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!(i)))
+                        .await
+                        .unwrap();
+                    if let Some(ar) = store.dequeue_rollout(Some(&worker)).await.unwrap() {
+                        store
+                            .update_attempt(
+                                &ar.rollout.rollout_id,
+                                AttemptRef::Id(&ar.attempt.attempt_id),
+                                AttemptUpdate::status(AttemptStatus::Succeeded),
+                            )
+                            .await
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{} rollouts enqueued, dequeued and succeeded in {elapsed:.2}s: {:.0} rollouts/s, {:.0} calls/s",
+        8 * per_task,
+        f64::from(8 * per_task) / elapsed,
+        f64::from(3 * 8 * per_task) / elapsed
+    );
+}
