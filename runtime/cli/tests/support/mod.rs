@@ -70,12 +70,6 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// `agl-host store --port 0 ARGS...` (this package's binary); returns once it printed its URL.
     pub fn agl_host_store(args: &[&str]) -> ServerProcess {
-        Self::try_agl_host_store(args).unwrap_or_else(|refusal| panic!("{refusal}"))
-    }
-
-    /// Like [`Self::agl_host_store`]; when the server exits before printing its URL, its exit
-    /// status and what it wrote to stderr.
-    pub fn try_agl_host_store(args: &[&str]) -> Result<ServerProcess, String> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
             .args(["store", "--port", "0"])
             .args(args)
@@ -96,13 +90,13 @@ impl ServerProcess {
             Some(url) => server.url = url,
             None => {
                 let status = server.child.wait().expect("wait for agl-host");
-                return Err(format!(
+                panic!(
                     "agl-host store exited ({status}) before printing its URL:\n{}",
                     server.log()
-                ));
+                );
             }
         }
-        Ok(server)
+        server
     }
 
     /// Another server already started at `url`, to be killed on drop like ours.
