@@ -20,7 +20,8 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let mut interrupts = crate::signals::Interrupts::register()?;
-    let store: Arc<dyn LightningStore> = agl_store_db::open(&db, StoreOptions::default())?;
+    let backend = agl_store_db::open(&db, StoreOptions::default())?;
+    let store: Arc<dyn LightningStore> = backend.clone();
     let handle = serve(store, options).await.context("starting the store server")?;
     stderr_line(&format!(
         "agl-host store: listening on {} (store: {}; Ctrl-C to stop)",
@@ -30,6 +31,10 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     interrupts.wait().await;
     stderr_line("agl-host store: stopping");
     handle.shutdown().await;
+    // A database's write-ahead log folded into its file: one file holds the whole store.
+    if let Err(error) = backend.checkpoint().await {
+        stderr_line(&format!("agl-host store: could not compact {}: {error}", db.redacted()));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

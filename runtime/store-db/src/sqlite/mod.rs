@@ -47,7 +47,10 @@ impl SqliteLightningStore {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| DbError::Open {
                 path: path.to_owned(),
-                reason: format!("cannot create its folder: {e}"),
+                reason: match parent.ancestors().find(|a| a.is_file()) {
+                    Some(file) => format!("{} is a file, not a folder", file.display()),
+                    None => format!("cannot create its folder: {e}"),
+                },
             })?;
         }
         let open_error = |e: rusqlite::Error| DbError::Open {
