@@ -1,6 +1,7 @@
-//! The command line: `agl-host run`, `dev`, `store`, `runner` and `build`, their flags and their help text.
-//! The subcommands' help is neither reflowed nor wrapped (`verbatim_doc_comment`, `term_width =
-//! 0`), so that an example command stays on one line and can be pasted.
+//! The command line: `agl-host run`, `dev`, `store`, `runner`, `build`, `runs` and `show`, their
+//! flags and their help text. The subcommands' help is neither reflowed nor wrapped
+//! (`verbatim_doc_comment`, `term_width = 0`), so that an example command stays on one line and
+//! can be pasted.
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -103,6 +104,80 @@ pub enum Command {
     ///   agl-host build examples/math-agent-js && agl-host dev --agent examples/math-agent-js --train examples/math-agent/data/val.jsonl --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
     #[command(after_long_help = BUILD_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Build(BuildArgs),
+    /// List the kept runs: every run `agl-host run`/`dev` kept under .agl/runs/, newest first.
+    ///
+    /// One line per run from its run record: id, start (UTC), status, rollouts, mean reward,
+    /// best score, agent and algorithm. `running?` is a run with no end recorded: still running,
+    /// or killed before it could record one. A file that cannot be read is one line saying why.
+    /// Examples:
+    ///
+    ///   agl-host runs
+    ///   agl-host runs --dir ../other-project/.agl/runs --json
+    #[command(after_long_help = RUNS_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Runs(RunsArgs),
+    /// Look into a kept run: its rollouts, or one rollout's attempts and spans.
+    ///
+    /// RUN is a run id (as `agl-host runs` lists them; a unique start of one will do), kept in
+    /// .agl/runs/RUN.db, or the path of a .db file. --db URL opens any store a run was kept in
+    /// instead (sqlite:PATH, postgres://...), and RUN may then be left out.
+    ///
+    /// Without ROLLOUT: the run (status, agent, algorithm, start, duration, best score) and a
+    /// table of its rollouts (split, status, attempts, final reward, duration of the latest
+    /// attempt, why it failed). With ROLLOUT (an id, or a unique start of one): its attempts and
+    /// the span tree of its latest attempt (or --attempt N): LLM prompts and answers, rewards,
+    /// logs, the agent's operations. Lines are clipped to $COLUMNS (100 when unset). Examples:
+    ///
+    ///   agl-host show run-20261124-210620-e352
+    ///   agl-host show run-20261124-210620-e352 ro-01a2c7747706
+    ///   agl-host show run-20261124 ro-01a --attempt 1 --json
+    ///   agl-host show --db postgres://agl@db-host/agl ro-01a2c7747706
+    #[command(after_long_help = INSPECT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Show(ShowArgs),
+}
+
+const RUNS_EXIT_CODES: &str = "\
+Exit codes:
+  0    listed (a file that cannot be read is a row saying why)
+  2    the folder cannot be listed";
+
+const INSPECT_EXIT_CODES: &str = "\
+Exit codes:
+  0    printed
+  1    the store could not be read
+  2    an unknown run or rollout (or one named ambiguously), a missing file, a bad --db URL, a
+       file that is not a database";
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The folder of kept runs.
+    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    pub dir: PathBuf,
+    /// Print the run records as JSON (an array, newest first: `file`, and `run` or `error`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The run: its id (or a unique start of it) under --dir, or a .db file.
+    #[arg(value_name = "RUN", required_unless_present = "db")]
+    pub run: Option<String>,
+    /// A rollout of the run: its id, or a unique start of it.
+    #[arg(value_name = "ROLLOUT")]
+    pub rollout: Option<String>,
+    /// With ROLLOUT: show the spans of this attempt (1, 2, ...) rather than the latest.
+    #[arg(long, value_name = "N")]
+    pub attempt: Option<u32>,
+    /// Print the record as JSON: the run and its rollouts; with ROLLOUT, the rollout, its
+    /// attempts and their spans (every attempt's, or --attempt N's).
+    #[arg(long)]
+    pub json: bool,
+    /// Open this store instead of a kept run's file: sqlite:PATH, postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Where run ids are looked up.
+    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    pub dir: PathBuf,
 }
 
 const BUILD_EXIT_CODES: &str = "\

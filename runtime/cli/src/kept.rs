@@ -7,7 +7,7 @@ use crate::inputs::InputError;
 use agl_store::{RunRecord, StoreBackend, StoreOptions};
 use agl_store_db::DbUrl;
 use anyhow::Context;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -137,7 +137,37 @@ impl KeptRun {
     }
 }
 
+/// The `.db` files in `dir` (kept runs, or whatever else was put there), sorted by name; none
+/// when the folder does not exist.
+pub fn run_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "db") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
 
+/// Opens a kept run's store to look at it (`agl-host runs`, `show`): its clock stands at the
+/// epoch and it has no watchdog tick, so reading never times out or requeues an attempt of a run
+/// that was killed, or of one that another process is still running. Nothing is written (but
+/// the migration of an older schema, as any agl-host would); a missing SQLite file would be
+/// created, so callers look for it first.
+pub fn open_to_read(url: &DbUrl) -> Result<Arc<dyn StoreBackend>, agl_store_db::DbError> {
+    let options = StoreOptions {
+        watchdog_interval: None,
+        clock: Arc::new(agl_store::ManualClock::new(0.0)),
+    };
+    agl_store_db::open(url, options)
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,13 +14,16 @@ mod llm;
 mod output;
 mod progress;
 mod remote;
-mod resume;
 mod results;
+mod resume;
 mod run;
 mod runner_cmd;
+mod runs_cmd;
 mod sandbox;
+mod show_cmd;
 mod signals;
 mod store_cmd;
+mod table;
 
 use args::{Cli, Command, StoreArgs};
 use clap::Parser;
@@ -64,6 +67,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Store(args) => store_cmd::run(args).await,
         Command::Runner(args) => runner_cmd::run(args).await,
         Command::Build(args) => build_cmd::run(&args),
+        Command::Runs(args) => runs_cmd::run(args).await,
+        Command::Show(args) => show_cmd::run(args).await,
     }
 }
 

@@ -1,0 +1,226 @@
+//! `agl-host runs [--dir DIR] [--json]`: the runs kept under `.agl/runs/` (or DIR), newest first,
+//! one line each from its run record; a file that cannot be read is one line saying why, never
+//! an error. Looking into one run is `show_cmd`.
+
+use crate::args::RunsArgs;
+use crate::inputs::InputError;
+use crate::kept;
+use crate::output::print;
+use crate::table::{self, Align, Table};
+use agl_store::RunRecord;
+use agl_store_db::{DbError, DbUrl};
+use serde::Serialize;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::UNIX_EPOCH;
+
+/// One file of the folder: its run record, or why it could not be read.
+#[derive(Serialize)]
+struct Listed {
+    file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<RunRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// When it started: newest first (files that cannot be read last, newest first).
+    #[serde(skip)]
+    when: f64,
+}
+
+pub async fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let files = kept::run_files(&args.dir)
+        .map_err(|e| InputError(format!("cannot list the runs in {}: {e}", args.dir.display())))?;
+    let mut listed = Vec::with_capacity(files.len());
+    for path in &files {
+        listed.push(match read_record(path).await {
+            Ok(run) => Listed {
+                file: path.display().to_string(),
+                when: run.started_at,
+                run: Some(run),
+                error: None,
+            },
+            Err(reason) => Listed {
+                file: path.display().to_string(),
+                when: modified(path),
+                run: None,
+                error: Some(reason),
+            },
+        });
+    }
+    listed.sort_by(|a, b| {
+        (a.run.is_none().cmp(&b.run.is_none()))
+            .then(b.when.total_cmp(&a.when))
+            .then_with(|| b.file.cmp(&a.file))
+    });
+    if args.json {
+        print(&format!("{}\n", serde_json::to_string_pretty(&listed)?));
+    } else if listed.is_empty() {
+        print(&format!(
+            "no kept runs in {}: `agl-host run` and `agl-host dev` keep each run there (in .agl/runs/ of the \
+             folder they ran in) unless --db names another store\n",
+            args.dir.display()
+        ));
+    } else {
+        print(&render(&listed, table::terminal_width()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run record of the database `path`, or why there is none.
+async fn read_record(path: &Path) -> Result<RunRecord, String> {
+    if std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) == 0 {
+        return Err("an empty file, not a database".to_owned());
+    }
+    let store = kept::open_to_read(&DbUrl::Sqlite(path.to_owned())).map_err(|error| match error {
+        DbError::Open { reason, .. } => reason,
+        other => other.to_string(),
+    })?;
+    match store.run_record().await {
+        Ok(Some(record)) => Ok(record),
+        Ok(None) => Err("no run record: a store that `agl-host run` did not keep".to_owned()),
+        Err(error) => Err(format!("cannot read its run record: {error}")),
+    }
+}
+
+/// When `path` last changed, in seconds since the epoch (0 when unknown).
+fn modified(path: &Path) -> f64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A run's status, honest about a run with no end recorded.
+pub fn status_label(run: &RunRecord) -> &str {
+    if run.finished_at.is_none() && run.status == "running" {
+        "running?"
+    } else {
+        &run.status
+    }
+}
+
+/// The agent as a short name: its file name without `.wasm` and the build hash the cache adds
+/// (`math_agent-058a92d78b82d5ff.wasm` -> `math_agent`).
+fn short_agent(agent: &str) -> &str {
+    let name = agent.rsplit(['/', '\\']).next().unwrap_or(agent);
+    let name = name.strip_suffix(".wasm").unwrap_or(name);
+    match name.rsplit_once('-') {
+        Some((stem, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => stem,
+        _ => name,
+    }
+}
+
+/// `2026-11-24 21:06:20 UTC` as `Nov 24 21:06`: the run id beside it has the year and seconds.
+fn short_date(utc: &str) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = utc
+        .get(5..7)
+        .and_then(|m| m.parse::<usize>().ok())
+        .and_then(|m| MONTHS.get(m.wrapping_sub(1)));
+    match (month, utc.get(8..10), utc.get(11..16)) {
+        (Some(month), Some(day), Some(time)) => format!("{month} {day} {time}"),
+        _ => utc.to_owned(),
+    }
+}
+
+fn render(listed: &[Listed], width: usize) -> String {
+    let mut table = Table::new(&[
+        ("run", Align::Left),
+        ("started (UTC)", Align::Left),
+        ("status", Align::Left),
+        ("rollouts", Align::Right),
+        ("mean", Align::Right),
+        ("best", Align::Right),
+        ("algo", Align::Left),
+        ("agent", Align::Left),
+    ]);
+    let mut unfinished = false;
+    for entry in listed {
+        let Some(run) = &entry.run else {
+            let name = Path::new(&entry.file)
+                .file_name()
+                .map_or_else(|| entry.file.clone(), |n| n.to_string_lossy().into_owned());
+            let reason = entry.error.as_deref().unwrap_or("unreadable");
+            table.note(name, format!("cannot be read: {reason}"));
+            continue;
+        };
+        unfinished |= run.finished_at.is_none();
+        let results = run.results.as_ref();
+        let number = |pointer: &str| results.and_then(|r| r.pointer(pointer)).and_then(|v| v.as_f64());
+        let rollouts = results
+            .and_then(|r| r.pointer("/total/rollouts"))
+            .and_then(|v| v.as_u64())
+            .map_or_else(|| "-".to_owned(), |n| n.to_string());
+        table.row(vec![
+            run.run_id.clone(),
+            short_date(&table::utc(run.started_at)),
+            status_label(run).to_owned(),
+            rollouts,
+            table::score(number("/total/mean_reward")),
+            table::score(number("/best/score")),
+            run.algorithm.clone(),
+            short_agent(&run.agent).to_owned(),
+        ]);
+    }
+    let mut out = table.render("", width);
+    out.push_str(&table::clip_line(
+        "mean: mean reward (failed rollouts count 0) · best: the best score the algorithm reported",
+        width,
+    ));
+    out.push('\n');
+    if unfinished {
+        out.push_str(&table::clip_line(
+            "running?: no end recorded: still running, or killed before it could record one",
+            width,
+        ));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_reads_as_month_day_and_minute() {
+        assert_eq!(short_date("2026-11-24 21:06:20 UTC"), "Nov 24 21:06");
+        assert_eq!(short_date("-"), "-");
+    }
+
+    #[test]
+    fn an_agent_is_named_without_its_build_hash() {
+        assert_eq!(short_agent("math_agent-058a92d78b82d5ff.wasm"), "math_agent");
+        assert_eq!(short_agent("/srv/agents/my-agent.wasm"), "my-agent");
+        assert_eq!(short_agent("examples/calc-agent-py"), "calc-agent-py");
+    }
+
+    #[test]
+    fn a_run_without_an_end_is_not_called_running() {
+        let mut run: RunRecord = serde_json::from_value(serde_json::json!({
+            "run_id": "run-20261124-210620-e352",
+            "started_at": 1_795_813_512.0,
+            "finished_at": null,
+            "status": "running",
+            "agent": "a.wasm",
+            "algorithm": "apo",
+            "command": [],
+            "results": null,
+        }))
+        .expect("a run record");
+        let listed = [Listed {
+            file: "x.db".into(),
+            run: Some(run.clone()),
+            error: None,
+            when: 0.0,
+        }];
+        let text = render(&listed, 200);
+        assert!(text.contains("running?") && text.contains("killed"), "{text}");
+        run.finished_at = Some(1_795_813_600.0);
+        run.status = "interrupted".into();
+        assert_eq!(status_label(&run), "interrupted");
+    }
+}

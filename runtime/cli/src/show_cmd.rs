@@ -1,0 +1,766 @@
+//! `agl-host show RUN [ROLLOUT]`: one kept run read back from its store — the run and its
+//! rollouts, or one rollout's attempts and the span tree of an attempt (LLM calls, rewards,
+//! logs, operations). Spans are read through the adapter, as algorithms read them. Reading only:
+//! the store is opened without a watchdog (`kept::open_to_read`); listing runs is `runs_cmd`.
+
+use crate::args::ShowArgs;
+use crate::inputs::InputError;
+use crate::kept;
+use crate::output::print;
+use crate::runs_cmd::status_label;
+use crate::table::{self, Align, Table, clip_line, one_line};
+use agl_store::{
+    Attempt, AttemptQuery, AttemptStatus, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span, SpanQuery, StatusCode,
+    StoreBackend, semconv as c,
+};
+use agl_store_db::DbUrl;
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Rows fetched per query page.
+const PAGE: i64 = 10_000;
+
+/// The store opened, and how to name the run to the user.
+struct Opened {
+    store: Arc<dyn StoreBackend>,
+    record: Option<RunRecord>,
+    /// The database file or URL.
+    place: String,
+    /// How to name the run in a suggested command (`agl-host show NAME ...`).
+    name: String,
+}
+
+pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let (opened, rollout) = open(&args).await?;
+    let width = table::terminal_width();
+    match rollout {
+        None => {
+            if args.attempt.is_some() {
+                return Err(InputError("--attempt N needs a ROLLOUT".into()).into());
+            }
+            show_run(&opened, args.json, width).await?;
+        }
+        Some(prefix) => show_rollout(&opened, &prefix, args.attempt, args.json, width).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the store RUN or --db names; returns it and the rollout asked for, if any.
+async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
+    let (url, name) = match (&args.db, &args.run) {
+        (Some(db), _) => (db.parse::<DbUrl>()?, None),
+        (None, Some(run)) => {
+            let (path, name) = find_run(run, &args.dir)?;
+            (DbUrl::Sqlite(path), Some(name))
+        }
+        (None, None) => return Err(InputError("give RUN (a run id or a .db file), or --db URL".into()).into()),
+    };
+    if let DbUrl::Sqlite(path) = &url
+        && !path.is_file()
+    {
+        return Err(InputError(format!("{}: no such file", path.display())).into());
+    }
+    let place = match &url {
+        DbUrl::Sqlite(path) => path.display().to_string(),
+        other => other.redacted(),
+    };
+    let store = kept::open_to_read(&url)?;
+    let record = store
+        .run_record()
+        .await
+        .with_context(|| format!("reading the run record of {place}"))?;
+    let mut rollout = args.rollout.clone();
+    let name = match name {
+        Some(name) => name,
+        // --db: RUN, if given, is the run id the store keeps, or else the rollout.
+        None => {
+            let kept_id = record.as_ref().map(|r| r.run_id.as_str());
+            match (args.run.as_deref(), rollout.is_some()) {
+                (Some(run), _) if Some(run) == kept_id => {}
+                (Some(run), true) => {
+                    return Err(InputError(format!(
+                        "{place} keeps {}, not run {run}",
+                        kept_id.map_or("no run record".to_owned(), |id| format!("run {id}"))
+                    ))
+                    .into());
+                }
+                (Some(run), false) => rollout = Some(run.to_owned()),
+                (None, _) => {}
+            }
+            format!("--db {place}")
+        }
+    };
+    Ok((
+        Opened {
+            store,
+            record,
+            place,
+            name,
+        },
+        rollout,
+    ))
+}
+
+/// The database of run `run`: a `.db` file, else `DIR/RUN.db`, else the one run of `dir` whose
+/// id starts with `run`. Returns its path and how to name it.
+fn find_run(run: &str, dir: &Path) -> Result<(PathBuf, String), InputError> {
+    let as_path = Path::new(run);
+    if as_path.is_file() {
+        return Ok((as_path.to_owned(), run.to_owned()));
+    }
+    if run.ends_with(".db") || run.contains(['/', '\\']) {
+        return Err(InputError(format!("{run}: no such file")));
+    }
+    let exact = dir.join(format!("{run}.db"));
+    if exact.is_file() {
+        return Ok((exact, run.to_owned()));
+    }
+    let files = kept::run_files(dir).map_err(|e| InputError(format!("cannot list {}: {e}", dir.display())))?;
+    let matching: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .filter_map(|path| {
+            let stem = path.file_stem()?.to_string_lossy().into_owned();
+            stem.starts_with(run).then_some((path, stem))
+        })
+        .collect();
+    match matching.len() {
+        1 => Ok(matching.into_iter().next().unwrap_or_default()),
+        0 => Err(InputError(format!(
+            "no kept run {run} in {} (`agl-host runs` lists them; a .db file or --db URL opens another store)",
+            dir.display()
+        ))),
+        n => Err(InputError(format!(
+            "{run} could be any of {n} runs in {} ({}): give more of its id",
+            dir.display(),
+            matching
+                .iter()
+                .map(|(_, id)| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+// ---- the run ------------------------------------------------------------------------------------
+
+/// One rollout as the run's table shows it.
+#[derive(Serialize)]
+struct RolloutRow {
+    rollout: Rollout,
+    /// Its latest attempt.
+    attempt: Option<Attempt>,
+    /// The final reward of its latest attempt (from the spans, through the adapter).
+    final_reward: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    db: &'a str,
+    run: Option<&'a RunRecord>,
+    rollouts: &'a [RolloutRow],
+}
+
+/// Whether `rollout` holds an algorithm's own trace (its LLM calls) rather than a task.
+fn is_algorithm_rollout(rollout: &Rollout) -> bool {
+    rollout
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(c::ROLLOUT_KIND))
+        .and_then(Value::as_str)
+        == Some(c::ALGORITHM_ROLLOUT)
+}
+
+async fn rollout_rows(store: &dyn StoreBackend) -> anyhow::Result<Vec<RolloutRow>> {
+    let mut rows = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = store
+            .query_rollouts(&RolloutQuery::default().limit(PAGE).offset(offset))
+            .await
+            .context("reading the rollouts")?;
+        let fetched = page.items.len();
+        for view in page.items {
+            let final_reward = match &view.attempt {
+                Some(attempt) => {
+                    agl_adapter::final_reward(&spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?)
+                }
+                None => None,
+            };
+            rows.push(RolloutRow {
+                rollout: view.rollout,
+                attempt: view.attempt,
+                final_reward,
+            });
+        }
+        offset += fetched as i64;
+        if fetched == 0 || offset as u64 >= page.total {
+            return Ok(rows);
+        }
+    }
+}
+
+/// The spans of `rollout`'s attempt `attempt_id`, or of every attempt, in sequence order.
+async fn spans_of(
+    store: &dyn StoreBackend,
+    rollout: &Rollout,
+    attempt_id: Option<&str>,
+) -> anyhow::Result<Vec<Arc<Span>>> {
+    let mut query = SpanQuery::for_rollout(rollout.rollout_id.clone());
+    if let Some(id) = attempt_id {
+        query = query.attempt(id);
+    }
+    let mut spans = Vec::new();
+    loop {
+        let page = store
+            .query_spans(&query.clone().limit(PAGE).offset(spans.len() as i64))
+            .await
+            .with_context(|| format!("reading the spans of rollout {}", rollout.rollout_id))?;
+        let fetched = page.items.len();
+        spans.extend(page.items);
+        if fetched == 0 || spans.len() as u64 >= page.total {
+            return Ok(spans);
+        }
+    }
+}
+
+/// Why an attempt failed: its runner's reason, else what its status says.
+fn failure_reason(attempt: &Attempt) -> Option<String> {
+    if let Some(reason) = agl_wasm::algorithm::attempt_failure(attempt) {
+        return Some(reason);
+    }
+    match attempt.status {
+        AttemptStatus::Failed => Some("failed with no reason recorded".into()),
+        AttemptStatus::Timeout => Some("timed out (the store's watchdog: timeout_seconds)".into()),
+        AttemptStatus::Unresponsive => {
+            Some("the runner stopped sending heartbeats (the store's watchdog: unresponsive_seconds)".into())
+        }
+        _ => None,
+    }
+}
+
+fn attempt_duration(attempt: &Attempt) -> String {
+    attempt
+        .end_time
+        .map_or_else(|| "-".to_owned(), |end| table::duration(end - attempt.start_time))
+}
+
+fn split(rollout: &Rollout) -> &'static str {
+    rollout.mode.map_or("-", |mode| mode.as_str())
+}
+
+async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<()> {
+    let rows = rollout_rows(opened.store.as_ref()).await?;
+    if json {
+        let record = RunJson {
+            db: &opened.place,
+            run: opened.record.as_ref(),
+            rollouts: &rows,
+        };
+        print(&format!("{}\n", serde_json::to_string_pretty(&record)?));
+        return Ok(());
+    }
+    let mut out = String::new();
+    write_run_header(&mut out, opened, width);
+    let (tasks, own): (Vec<&RolloutRow>, Vec<&RolloutRow>) =
+        rows.iter().partition(|row| !is_algorithm_rollout(&row.rollout));
+    let count = |status: RolloutStatus| tasks.iter().filter(|r| r.rollout.status == status).count();
+    let succeeded = count(RolloutStatus::Succeeded);
+    let failed = count(RolloutStatus::Failed);
+    let cancelled = count(RolloutStatus::Cancelled);
+    let unfinished = tasks.len() - succeeded - failed - cancelled;
+    // As the run's summary counts it: failed or missing rewards count 0.
+    let reward_sum: f64 = tasks
+        .iter()
+        .filter(|r| r.rollout.status == RolloutStatus::Succeeded)
+        .filter_map(|r| r.final_reward)
+        .sum();
+    let mean = (!tasks.is_empty()).then(|| reward_sum / tasks.len() as f64);
+    let _ = writeln!(
+        out,
+        "\n{} rollouts: {succeeded} succeeded, {failed} failed, {cancelled} cancelled, {unfinished} unfinished; mean reward {}",
+        tasks.len(),
+        table::score(mean)
+    );
+    if !tasks.is_empty() {
+        let mut rollouts = Table::new(&[
+            ("rollout", Align::Left),
+            ("split", Align::Left),
+            ("status", Align::Left),
+            ("attempts", Align::Right),
+            ("reward", Align::Right),
+            ("duration", Align::Right),
+            ("failure", Align::Left),
+        ]);
+        for row in &tasks {
+            let attempt = row.attempt.as_ref();
+            let failure = match row.rollout.status {
+                RolloutStatus::Succeeded => None,
+                _ => attempt.and_then(failure_reason),
+            };
+            rollouts.row(vec![
+                row.rollout.rollout_id.clone(),
+                split(&row.rollout).to_owned(),
+                row.rollout.status.to_string(),
+                attempt.map_or(0, |a| a.sequence_id).to_string(),
+                table::score(row.final_reward),
+                attempt.map_or_else(|| "-".to_owned(), attempt_duration),
+                failure.map(|f| one_line(&f)).unwrap_or_default(),
+            ]);
+        }
+        out.push_str(&rollouts.render("  ", width));
+    }
+    let reasons = failure_counts(
+        tasks
+            .iter()
+            .filter(|r| r.rollout.status == RolloutStatus::Failed)
+            .map(|r| {
+                r.attempt
+                    .as_ref()
+                    .and_then(failure_reason)
+                    .unwrap_or_else(|| "failed before any attempt ran".to_owned())
+            }),
+    );
+    if !reasons.is_empty() {
+        out.push_str("  why rollouts failed (most frequent first):\n");
+        for (reason, count) in reasons {
+            let _ = writeln!(
+                out,
+                "{}",
+                clip_line(&format!("  {count:>6}×  {}", one_line(&reason)), width)
+            );
+        }
+    }
+    for row in own {
+        let line = format!(
+            "  + {}  the algorithm's own rollout ({}): its LLM calls",
+            row.rollout.rollout_id, row.rollout.status
+        );
+        let _ = writeln!(out, "{}", clip_line(&line, width));
+    }
+    if !rows.is_empty() {
+        let line = format!(
+            "one rollout's attempts and spans: agl-host show {} ROLLOUT",
+            opened.name
+        );
+        let _ = writeln!(out, "{}", clip_line(&line, width));
+    }
+    print(&out);
+    Ok(())
+}
+
+/// Each distinct reason with how many gave it, most frequent first (ties: first seen first).
+fn failure_counts(reasons: impl Iterator<Item = String>) -> Vec<(String, usize)> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for reason in reasons {
+        match counts.iter_mut().find(|(seen, _)| *seen == reason) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((reason, 1)),
+        }
+    }
+    counts.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+    counts
+}
+
+fn write_run_header(out: &mut String, opened: &Opened, width: usize) {
+    if let Some(run) = &opened.record {
+        let status = match status_label(run) {
+            "running?" => "running? (no end recorded: still running, or killed before it could record one)",
+            other => other,
+        };
+        let _ = writeln!(out, "{}", clip_line(&format!("run {} · {status}", run.run_id), width));
+    }
+    let mut line = |label: &str, value: String| {
+        let _ = writeln!(out, "{}", clip_line(&format!("  {label:<10} {value}"), width));
+    };
+    let Some(run) = &opened.record else {
+        line("store", opened.place.clone());
+        line(
+            "run",
+            "no run record: a store that `agl-host run` did not keep".to_owned(),
+        );
+        return;
+    };
+    let results = run.results.as_ref();
+    if let Some(failure) = results.and_then(|r| r.get("failure")).and_then(Value::as_str) {
+        line("failure", one_line(failure));
+    }
+    line("agent", run.agent.clone());
+    line("algorithm", run.algorithm.clone());
+    let took = match run.finished_at {
+        Some(end) => format!("took {}", table::duration(end - run.started_at)),
+        None => "no end recorded".to_owned(),
+    };
+    line("started", format!("{} · {took}", table::utc(run.started_at)));
+    if let Some(best) = results.and_then(|r| r.get("best")).filter(|b| !b.is_null()) {
+        let resources = best
+            .get("resources_id")
+            .and_then(Value::as_str)
+            .map_or_else(String::new, |id| format!(" with resources {id}"));
+        line(
+            "best",
+            format!("{}{resources}", table::score(best.get("score").and_then(Value::as_f64))),
+        );
+    }
+    if !run.resumed_at.is_empty() {
+        let times: Vec<String> = run.resumed_at.iter().map(|at| table::utc(*at)).collect();
+        line("resumed", times.join(", "));
+    }
+    line("kept in", opened.place.clone());
+    line("command", format!("agl-host {}", run.command.join(" ")));
+    if let Some(directory) = &run.directory {
+        line("in", directory.clone());
+    }
+}
+
+// ---- one rollout --------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RolloutJson<'a> {
+    db: &'a str,
+    run_id: Option<&'a str>,
+    rollout: &'a Rollout,
+    attempts: &'a [Attempt],
+    /// The final reward of the latest attempt (or of --attempt N).
+    final_reward: Option<f64>,
+    /// Every attempt's spans (or --attempt N's), in sequence order.
+    spans: &'a [Arc<Span>],
+}
+
+/// The rollout whose id is `prefix` or starts with it.
+async fn find_rollout(opened: &Opened, prefix: &str) -> anyhow::Result<Rollout> {
+    let store = opened.store.as_ref();
+    if let Some(view) = store.get_rollout_by_id(prefix).await.context("reading the rollout")? {
+        return Ok(view.rollout);
+    }
+    let query = RolloutQuery {
+        rollout_id_contains: Some(prefix.to_owned()),
+        ..RolloutQuery::default()
+    };
+    let mut matching: Vec<Rollout> = store
+        .query_rollouts(&query)
+        .await
+        .context("reading the rollouts")?
+        .items
+        .into_iter()
+        .map(|view| view.rollout)
+        .filter(|rollout| rollout.rollout_id.starts_with(prefix))
+        .collect();
+    let run = opened
+        .record
+        .as_ref()
+        .map_or_else(|| opened.place.clone(), |r| format!("run {}", r.run_id));
+    match matching.len() {
+        1 => Ok(matching.remove(0)),
+        0 => Err(InputError(format!(
+            "no rollout {prefix} in {run} (`agl-host show {}` lists its rollouts)",
+            opened.name
+        ))
+        .into()),
+        n => {
+            let ids: Vec<&str> = matching.iter().take(5).map(|r| r.rollout_id.as_str()).collect();
+            Err(InputError(format!(
+                "{prefix} could be any of {n} rollouts of {run} ({}{}): give more of its id",
+                ids.join(", "),
+                if n > ids.len() { ", ..." } else { "" }
+            ))
+            .into())
+        }
+    }
+}
+
+async fn show_rollout(
+    opened: &Opened,
+    prefix: &str,
+    attempt_number: Option<u32>,
+    json: bool,
+    width: usize,
+) -> anyhow::Result<()> {
+    let store = opened.store.as_ref();
+    let rollout = find_rollout(opened, prefix).await?;
+    let attempts = store
+        .query_attempts(&rollout.rollout_id, &AttemptQuery::default())
+        .await
+        .with_context(|| format!("reading the attempts of rollout {}", rollout.rollout_id))?
+        .items;
+    let chosen = match attempt_number {
+        Some(n) => Some(attempts.iter().find(|a| a.sequence_id == n).ok_or_else(|| {
+            InputError(format!(
+                "rollout {} has no attempt {n} (it has {})",
+                rollout.rollout_id,
+                match attempts.len() {
+                    0 => "none".to_owned(),
+                    1 => "attempt 1".to_owned(),
+                    k => format!("attempts 1 to {k}"),
+                }
+            ))
+        })?),
+        None => attempts.last(),
+    };
+    let spans = match chosen {
+        Some(attempt) => spans_of(store, &rollout, Some(&attempt.attempt_id)).await?,
+        None => Vec::new(),
+    };
+    let final_reward = agl_adapter::final_reward(&spans);
+    if json {
+        // Every attempt's spans unless one was asked for.
+        let all = match (attempt_number, attempts.len()) {
+            (None, n) if n > 1 => spans_of(store, &rollout, None).await?,
+            _ => spans.clone(),
+        };
+        let record = RolloutJson {
+            db: &opened.place,
+            run_id: opened.record.as_ref().map(|r| r.run_id.as_str()),
+            rollout: &rollout,
+            attempts: &attempts,
+            final_reward,
+            spans: &all,
+        };
+        print(&format!("{}\n", serde_json::to_string_pretty(&record)?));
+        return Ok(());
+    }
+    let mut out = String::new();
+    let mut line = |text: String| {
+        let _ = writeln!(out, "{}", clip_line(&text, width));
+    };
+    let run = opened
+        .record
+        .as_ref()
+        .map_or_else(|| opened.place.clone(), |r| format!("run {}", r.run_id));
+    line(format!(
+        "rollout {} · {} · {} · {run}",
+        rollout.rollout_id,
+        rollout.status,
+        rollout.mode.map_or("no split", |m| m.as_str())
+    ));
+    line(format!("  input      {}", one_line(&rollout.input.to_string())));
+    if let Some(resources) = &rollout.resources_id {
+        line(format!("  resources  {resources}"));
+    }
+    line(format!("  reward     {}", table::score(final_reward)));
+    if let Some(failure) = chosen.and_then(failure_reason) {
+        line(format!("  failure    {}", one_line(&failure)));
+    }
+    let mut table = Table::new(&[
+        ("attempt", Align::Right),
+        ("id", Align::Left),
+        ("status", Align::Left),
+        ("worker", Align::Left),
+        ("started (UTC)", Align::Left),
+        ("duration", Align::Right),
+        ("failure", Align::Left),
+    ]);
+    for attempt in &attempts {
+        table.row(vec![
+            attempt.sequence_id.to_string(),
+            attempt.attempt_id.clone(),
+            attempt.status.to_string(),
+            attempt.worker_id.clone().unwrap_or_else(|| "-".to_owned()),
+            table::utc(attempt.start_time),
+            attempt_duration(attempt),
+            failure_reason(attempt).map(|f| one_line(&f)).unwrap_or_default(),
+        ]);
+    }
+    out.push('\n');
+    if attempts.is_empty() {
+        out.push_str("  no attempt has run\n");
+    } else {
+        out.push_str(&table.render("  ", width));
+    }
+    if let Some(attempt) = chosen {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            clip_line(
+                &format!(
+                    "spans of attempt {} ({}): {}",
+                    attempt.sequence_id,
+                    attempt.attempt_id,
+                    spans.len()
+                ),
+                width
+            )
+        );
+        for text in span_tree(&spans) {
+            let _ = writeln!(out, "{}", clip_line(&format!("  {text}"), width));
+        }
+    }
+    print(&out);
+    Ok(())
+}
+
+// ---- the span tree ------------------------------------------------------------------------------
+
+/// The spans as indented lines: each under its parent (a span whose parent is not among them is
+/// a root), siblings by start time; each span's line, then what it holds (prompt messages...).
+fn span_tree(spans: &[Arc<Span>]) -> Vec<String> {
+    let mut ordered: Vec<&Span> = spans.iter().map(AsRef::as_ref).collect();
+    ordered.sort_by(|a, b| {
+        let start = |s: &Span| s.start_time.unwrap_or(f64::NEG_INFINITY);
+        start(a).total_cmp(&start(b)).then(a.sequence_id.cmp(&b.sequence_id))
+    });
+    let ids: HashSet<&str> = ordered.iter().map(|s| s.span_id.as_str()).collect();
+    let mut children: HashMap<&str, Vec<&Span>> = HashMap::new();
+    let mut roots = Vec::new();
+    for span in &ordered {
+        match span
+            .parent_id
+            .as_deref()
+            .filter(|p| ids.contains(p) && *p != span.span_id)
+        {
+            Some(parent) => children.entry(parent).or_default().push(*span),
+            None => roots.push(*span),
+        }
+    }
+    let mut lines = Vec::new();
+    let mut shown: HashSet<&str> = HashSet::new();
+    // Depth-first, without recursion; a span is shown once even if parent ids loop.
+    let mut stack: Vec<(&Span, usize)> = roots.iter().rev().map(|s| (*s, 0)).collect();
+    while let Some((span, depth)) = stack.pop() {
+        if !shown.insert(span.span_id.as_str()) {
+            continue;
+        }
+        let indent = "  ".repeat(depth);
+        let (head, details) = describe(span);
+        lines.push(format!("{indent}{head}"));
+        lines.extend(details.into_iter().map(|d| format!("{indent}    {d}")));
+        if let Some(kids) = children.get(span.span_id.as_str()) {
+            stack.extend(kids.iter().rev().map(|k| (*k, depth + 1)));
+        }
+    }
+    // Spans only reachable through a parent loop.
+    for span in ordered {
+        if !shown.contains(span.span_id.as_str()) {
+            lines.push(describe(span).0);
+        }
+    }
+    lines
+}
+
+fn text_attr<'a>(span: &'a Span, key: &str) -> Option<&'a str> {
+    span.attributes.get(key).and_then(Value::as_str)
+}
+
+fn attr(span: &Span, key: &str) -> Option<String> {
+    span.attributes.get(key).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// A span's line (its name and what it says in a few words) and the lines under it.
+fn describe(span: &Span) -> (String, Vec<String>) {
+    let mut head = span.name.clone();
+    if let (Some(start), Some(end)) = (span.start_time, span.end_time)
+        && end - start >= 0.001
+    {
+        head.push_str(&format!(" ({})", table::duration(end - start)));
+    }
+    let mut details = Vec::new();
+    let mut say = |text: String| {
+        if text.is_empty() {
+            return;
+        }
+        head.push_str("  ");
+        head.push_str(&text);
+    };
+    let name = span.name.as_str();
+    if name == c::ROLLOUT_SPAN {
+        let mut parts = Vec::new();
+        if let Some(calls) = attr(span, c::LLM_CALLS) {
+            let tokens = attr(span, c::LLM_TOKENS).unwrap_or_else(|| "0".into());
+            parts.push(format!("{calls} LLM call(s), {tokens} tokens"));
+        }
+        if let Some(bytes) = span.attributes.get(c::MEMORY_BYTES).and_then(Value::as_f64) {
+            parts.push(format!("{:.1} MiB memory", bytes / (1024.0 * 1024.0)));
+        }
+        if let Some(agent) = text_attr(span, c::AGENT) {
+            parts.push(format!("agent {agent}"));
+        }
+        if let Some(failure) = attr(span, c::FAILURE) {
+            parts.insert(0, format!("failure: {}", one_line(&failure)));
+        }
+        say(parts.join(" · "));
+    } else if name.contains(c::LLM_SPAN) && span.status.status_code != StatusCode::Error {
+        if let Some(call) = agl_adapter::triplets(std::slice::from_ref(span)).into_iter().next() {
+            let usage = match (call.usage.input_tokens, call.usage.output_tokens) {
+                (Some(i), Some(o)) => format!(" · {i}+{o} tokens"),
+                _ => String::new(),
+            };
+            say(format!("{}{usage}", call.model));
+            for message in &call.prompt {
+                details.push(format!("{}: {}", message.role, one_line(&message.content)));
+            }
+            details.push(format!("→ {}: {}", c::ASSISTANT, one_line(&call.response)));
+            for tool in &call.tool_calls {
+                details.push(format!("→ tool {}({})", tool.name, one_line(&tool.arguments)));
+            }
+        }
+    } else if name == c::ANNOTATION_SPAN || span.attributes.keys().any(|k| k.starts_with(c::REWARD_PREFIX)) {
+        let rewards = agl_adapter::rewards(std::slice::from_ref(span));
+        if !rewards.is_empty() {
+            let shown: Vec<String> = rewards.iter().map(|(n, v)| format!("{n} = {v:.4}")).collect();
+            say(format!("reward {}", shown.join(", ")));
+        }
+    } else if name == c::MESSAGE_SPAN || name == c::legacy::MESSAGE || name == c::legacy::LOG_SPAN {
+        let body = [c::MESSAGE_BODY, c::legacy::MESSAGE, c::legacy::LOG_MESSAGE]
+            .iter()
+            .find_map(|key| text_attr(span, key))
+            .unwrap_or("");
+        match text_attr(span, c::LOG_LEVEL) {
+            Some(level) => say(format!("log {level}: {}", one_line(body))),
+            None => say(format!("message: {}", one_line(body))),
+        }
+    } else if name == c::OBJECT_SPAN || name == c::legacy::OBJECT {
+        if let Some(object) = attr(span, c::OBJECT_JSON).or_else(|| attr(span, c::legacy::OBJECT)) {
+            say(format!("object {}", one_line(&object)));
+        }
+    } else if name == c::OPERATION_SPAN {
+        say(attr(span, c::OPERATION_NAME).unwrap_or_default());
+    } else if name == c::STDOUT_SPAN || name == c::STDERR_SPAN {
+        let dropped = attr(span, c::OUTPUT_DROPPED_BYTES)
+            .filter(|d| d != "0")
+            .map_or_else(String::new, |d| format!(" [{d} more bytes not kept]"));
+        say(format!(
+            "{}{dropped}",
+            one_line(text_attr(span, c::OUTPUT_TEXT).unwrap_or(""))
+        ));
+    } else if name == c::RESOURCE_GET_SPAN {
+        let found = match span.attributes.get(c::RESOURCE_FOUND).and_then(Value::as_bool) {
+            Some(false) => " (not found)",
+            _ => "",
+        };
+        say(format!("{}{found}", attr(span, c::RESOURCE_NAME).unwrap_or_default()));
+    } else if name == c::FORMAT_PROMPT_SPAN {
+        let version = attr(span, c::RESOURCES_ID).map_or_else(String::new, |id| format!(" of {id}"));
+        say(format!("{}{version}", attr(span, c::RESOURCE_NAME).unwrap_or_default()));
+    } else if name == c::SPANS_DROPPED_SPAN {
+        say(format!(
+            "{} span(s) not kept ({} bound reached): {}",
+            attr(span, c::SPANS_DROPPED_COUNT).unwrap_or_default(),
+            attr(span, c::SPANS_BUDGET_BOUND).unwrap_or_default(),
+            one_line(&attr(span, c::SPANS_DROPPED_BY_NAME).unwrap_or_default())
+        ));
+    } else if !span.attributes.is_empty() {
+        let mut keys: Vec<&String> = span.attributes.keys().collect();
+        keys.sort();
+        let shown: Vec<String> = keys
+            .iter()
+            .take(8)
+            .filter_map(|k| attr(span, k).map(|v| format!("{k}={}", one_line(&v))))
+            .collect();
+        say(shown.join(" "));
+    }
+    if span.status.status_code == StatusCode::Error {
+        say(format!(
+            "ERROR: {}",
+            one_line(span.status.description.as_deref().unwrap_or("(no description)"))
+        ));
+    }
+    (head, details)
+}
