@@ -22,6 +22,7 @@ mod runs_cmd;
 mod sandbox;
 mod show_cmd;
 mod signals;
+mod span_tree;
 mod store_cmd;
 mod table;
 
