@@ -6,6 +6,7 @@
 //! module does not know what a wait is waiting for.
 
 use super::pool::{CHANNEL, connect};
+use super::tx::describe;
 use ::postgres::fallible_iterator::FallibleIterator as _;
 use ::postgres::{Client, Config};
 use std::sync::Arc;
@@ -61,8 +62,9 @@ fn listen(config: &Config, place: &str, finished: &watch::Sender<u64>, stop: &At
                     if !warned {
                         tracing::warn!(
                             store = place,
-                            "PostgreSQL store: cannot listen for finished rollouts ({error}); waits fall back \
-                             to polling until the connection is back"
+                            "PostgreSQL store: cannot listen for finished rollouts ({}); waits fall back \
+                             to polling until the connection is back",
+                            describe(&error)
                         );
                         warned = true;
                     }
@@ -83,7 +85,8 @@ fn listen(config: &Config, place: &str, finished: &watch::Sender<u64>, stop: &At
             Err(error) => {
                 tracing::warn!(
                     store = place,
-                    "PostgreSQL store: the listening connection broke: {error}"
+                    "PostgreSQL store: the listening connection broke: {}",
+                    describe(&error)
                 );
                 client = None;
             }

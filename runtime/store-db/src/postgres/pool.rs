@@ -6,7 +6,7 @@
 //! `NOTIFY agl_rollouts_finished` when rollouts finished), the whole run again on a
 //! serialization failure or a deadlock. What a call does is `mod.rs`'s and `tx.rs`'s.
 
-use super::tx::{Conn, PgTx, db_error, is_retryable};
+use super::tx::{Conn, PgTx, db_error, describe, is_retryable};
 use crate::error::DbError;
 use ::postgres::{Client, Config, NoTls};
 use agl_store::{Clock, StoreError, StoreResult};
@@ -61,7 +61,11 @@ impl Session {
         let conn = match self.conn.take() {
             Some(conn) if !conn.client.is_closed() => conn,
             _ => Conn::new(connect(&self.config).map_err(|e| {
-                StoreError::Backend(format!("cannot connect to the PostgreSQL store {}: {e}", self.place))
+                StoreError::Backend(format!(
+                    "cannot connect to the PostgreSQL store {}: {}",
+                    self.place,
+                    describe(&e)
+                ))
             })?),
         };
         Ok(self.conn.insert(conn))
@@ -103,7 +107,16 @@ fn run_once<T>(
     now: f64,
     op: &mut impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
 ) -> Result<(T, bool), (StoreError, bool)> {
-    let mut tx = PgTx::begin(conn, isolation.begin(), now).map_err(|e| (db_error(e), false))?;
+    // Until COMMIT is sent, a connection that broke committed nothing: the call may run again
+    // on a new one. A COMMIT whose answer was lost may have committed: that is the caller's error.
+    let begun = PgTx::begin(conn, isolation.begin(), now);
+    let mut tx = match begun {
+        Ok(tx) => tx,
+        Err(error) => {
+            let retry = is_retryable(&error) || conn.client.is_closed();
+            return Err((db_error(error), retry));
+        }
+    };
     let result = op(&mut tx, now);
     let (finished, retryable) = (tx.finished, tx.retryable);
     match result {
@@ -125,7 +138,7 @@ fn run_once<T>(
         }
         Err(error) => {
             rollback(conn);
-            Err((error, retryable))
+            Err((error, retryable || conn.client.is_closed()))
         }
     }
 }
@@ -134,7 +147,7 @@ fn rollback(conn: &mut Conn) {
     if let Err(error) = conn.client.batch_execute("ROLLBACK")
         && !conn.client.is_closed()
     {
-        tracing::warn!("PostgreSQL store: ROLLBACK failed: {error}");
+        tracing::warn!("PostgreSQL store: ROLLBACK failed: {}", describe(&error));
     }
 }
 
@@ -204,7 +217,7 @@ impl Pool {
             let place = shared.place.to_string();
             let client = connect(&shared.config).map_err(|e| DbError::Other {
                 place: place.clone(),
-                reason: format!("cannot connect: {e}"),
+                reason: format!("cannot connect: {}", describe(&e)),
             });
             let ready = client.and_then(|mut client| setup(&mut client).map(|()| client));
             match ready {

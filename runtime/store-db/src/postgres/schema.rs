@@ -4,6 +4,7 @@
 //! wait, then find the work done), applies every migration above the stored version in that one
 //! transaction, and refuses a database whose version is newer than this binary knows.
 
+use super::tx::describe;
 use crate::error::DbError;
 use ::postgres::Client;
 
@@ -20,7 +21,7 @@ const MIGRATION_LOCK: i64 = 0x61676c6d69677261;
 pub fn migrate(client: &mut Client, place: &str) -> Result<(), DbError> {
     let other = |what: &str, e: ::postgres::Error| DbError::Other {
         place: place.to_owned(),
-        reason: format!("{what}: {e}"),
+        reason: format!("{what}: {}", describe(&e)),
     };
     let mut tx = client
         .transaction()
@@ -48,13 +49,13 @@ pub fn migrate(client: &mut Client, place: &str) -> Result<(), DbError> {
         tx.batch_execute(sql).map_err(|e| DbError::Migration {
             place: place.to_owned(),
             version: index as i64 + 1,
-            reason: e.to_string(),
+            reason: describe(&e),
         })?;
     }
     let failed = |e: ::postgres::Error| DbError::Migration {
         place: place.to_owned(),
         version: VERSION,
-        reason: e.to_string(),
+        reason: describe(&e),
     };
     let version = i32::try_from(VERSION).unwrap_or(i32::MAX);
     tx.execute("DELETE FROM agl_schema", &[]).map_err(failed)?;

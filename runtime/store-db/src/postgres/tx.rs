@@ -42,9 +42,32 @@ impl Conn {
     }
 }
 
+/// A client error on one line, with its causes: the client's own text names only the kind
+/// ("db error", "error connecting to server"), the server's message and the I/O error are its
+/// sources.
+pub(crate) fn describe(error: &::postgres::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(db) = error.as_db_error() {
+        text = format!("{}: {}", db.severity(), db.message());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(" ({detail})"));
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str(&format!("; hint: {hint}"));
+        }
+    } else {
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+    }
+    text.replace('\n', " ")
+}
+
 /// A database error, as the store reports it.
 pub(crate) fn db_error(error: ::postgres::Error) -> StoreError {
-    StoreError::Backend(format!("PostgreSQL: {error}"))
+    StoreError::Backend(format!("PostgreSQL: {}", describe(&error)))
 }
 
 /// Whether the whole transaction should run again: a serialization failure or a deadlock.
@@ -67,7 +90,7 @@ pub(crate) fn from_json<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
 /// Column `index` of a row.
 pub(crate) fn column<'r, T: FromSql<'r>>(row: &'r Row, index: usize) -> StoreResult<T> {
     row.try_get(index)
-        .map_err(|e| StoreError::Backend(format!("PostgreSQL: an unexpected column: {e}")))
+        .map_err(|e| StoreError::Backend(format!("PostgreSQL: an unexpected column: {}", describe(&e))))
 }
 
 /// A status as its wire name (`"queuing"`), the form kept in the `status` column.
@@ -88,6 +111,10 @@ pub(crate) struct PgTx<'c> {
     conn: &'c mut Conn,
     /// The rollouts this transaction has locked (read or written), as stored.
     rollouts: HashMap<String, Rollout>,
+    /// How many attempts each locked rollout has, once known: attempts are only added under
+    /// the rollout's lock, so the number holds until the commit (this transaction's own
+    /// additions kept in it).
+    attempt_counts: HashMap<String, u32>,
     /// The latest resources id, once read (this transaction's own changes kept in it).
     latest_resources: Option<Option<String>>,
     /// A rollout finished in this transaction: waiters are told after the commit.
@@ -119,6 +146,7 @@ impl<'c> PgTx<'c> {
         Ok(Self {
             conn,
             rollouts: HashMap::new(),
+            attempt_counts: HashMap::new(),
             latest_resources: None,
             finished: false,
             retryable: false,
@@ -183,21 +211,61 @@ impl<'c> PgTx<'c> {
         Ok(())
     }
 
-    /// The attempt `which` of the rollout, locked.
+    /// Queue heads just popped (queue place, record), in queue order: each is locked and kept;
+    /// those whose rollout still queues go to `out`, stale ones are dropped.
+    fn take_heads(&mut self, rows: &[Row], out: &mut Vec<Rollout>) -> StoreResult<()> {
+        let mut heads = rows
+            .iter()
+            .map(|row| Ok((column::<i64>(row, 0)?, column::<&str>(row, 1)?)))
+            .collect::<StoreResult<Vec<_>>>()?;
+        heads.sort_unstable_by_key(|(place, _)| *place);
+        for (_, record) in heads {
+            let rollout: Rollout = from_json(record)?;
+            if rollout.status.is_queuing() {
+                out.push(rollout.clone());
+            }
+            self.rollouts.insert(rollout.rollout_id.clone(), rollout);
+        }
+        Ok(())
+    }
+
+    /// The attempt `which` of the rollout, locked. The same statement counts the rollout's
+    /// attempts, kept for [`Storage::attempt_count`] when the rollout is locked (then the
+    /// statement saw every attempt there is).
     fn load_attempt(&mut self, rollout_id: &str, which: AttemptRef<'_>) -> StoreResult<Option<Attempt>> {
-        let record: Option<String> = match which {
-            AttemptRef::Latest => self.value(
-                "SELECT record FROM attempts WHERE rollout_id = $1 ORDER BY sequence_id DESC LIMIT 1 FOR UPDATE",
-                &[&rollout_id],
-            )?,
-            AttemptRef::Id(attempt_id) => self.value(
-                "SELECT record FROM attempts WHERE rollout_id = $1 AND attempt_id = $2 FOR UPDATE",
-                &[&rollout_id, &attempt_id],
-            )?,
+        let (record, count): (Option<String>, i64) = match which {
+            AttemptRef::Latest => {
+                let row = self.row(
+                    "SELECT record, sequence_id FROM attempts WHERE rollout_id = $1
+                     ORDER BY sequence_id DESC LIMIT 1 FOR UPDATE",
+                    &[&rollout_id],
+                )?;
+                match row {
+                    Some(row) => (Some(column(&row, 0)?), column(&row, 1)?),
+                    None => (None, 0),
+                }
+            }
+            AttemptRef::Id(attempt_id) => {
+                let row = self
+                    .row(
+                        "SELECT (SELECT record FROM attempts WHERE rollout_id = $1 AND attempt_id = $2 FOR UPDATE),
+                                (SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE rollout_id = $1)",
+                        &[&rollout_id, &attempt_id],
+                    )?
+                    .ok_or_else(|| StoreError::Backend("PostgreSQL: an attempt lookup came back empty".into()))?;
+                (column(&row, 0)?, column(&row, 1)?)
+            }
         };
+        if self.rollouts.contains_key(rollout_id) {
+            self.attempt_counts.insert(rollout_id.to_owned(), sequence(count)?);
+        }
         record.map(|text| from_json(&text)).transpose()
     }
 }
+
+/// How many times `pop_queue` finds nothing free before it answers with nothing, though the
+/// queue is not empty (all of it held by other transactions, each a moment).
+const QUEUE_LOOKS: usize = 4;
 
 /// How many entries `pop_watchdog` passes over (taken by a concurrent transaction between its
 /// look and its lock) before it leaves the rest to the next run.
@@ -226,6 +294,7 @@ impl Storage for PgTx<'_> {
             return Ok(false);
         }
         self.rollouts.insert(rollout.rollout_id.clone(), rollout.clone());
+        self.attempt_counts.insert(rollout.rollout_id.clone(), 0);
         Ok(true)
     }
 
@@ -260,10 +329,7 @@ impl Storage for PgTx<'_> {
 
     fn pop_queue(&mut self, limit: usize) -> StoreResult<Vec<Rollout>> {
         let mut out = Vec::new();
-        // A statement sees what was committed when it began: a look that finds nothing is
-        // repeated once, so that heads committed while it ran (possibly by this very caller,
-        // just before) are not missed.
-        let mut second_look = true;
+        let mut empty_looks = 0;
         while out.len() < limit {
             let wanted = i64::try_from(limit - out.len()).unwrap_or(i64::MAX);
             // Heads another replica holds are skipped, not waited for; a head popped and
@@ -276,24 +342,35 @@ impl Storage for PgTx<'_> {
                  RETURNING head.queue_seq, r.record",
                 &[&wanted],
             )?;
-            if rows.is_empty() {
-                if out.is_empty() && std::mem::take(&mut second_look) {
-                    continue;
-                }
+            if !rows.is_empty() {
+                self.take_heads(&rows, &mut out)?;
+                continue;
+            }
+            empty_looks += 1;
+            if !out.is_empty() || empty_looks > QUEUE_LOOKS {
                 break;
             }
-            let mut heads = rows
-                .iter()
-                .map(|row| Ok((column::<i64>(row, 0)?, column::<&str>(row, 1)?)))
-                .collect::<StoreResult<Vec<_>>>()?;
-            heads.sort_unstable_by_key(|(place, _)| *place);
-            for (_, record) in heads {
-                let rollout: Rollout = from_json(record)?;
-                if rollout.status.is_queuing() {
-                    out.push(rollout.clone());
-                }
-                self.rollouts.insert(rollout.rollout_id.clone(), rollout);
+            // Nothing free in what that statement saw, which is what was committed when it
+            // began: heads queued since (possibly by this very caller) were not there, heads
+            // held by others were skipped. If the queue, as of now, is empty, so is the answer;
+            // else wait for the first head whose holder is busy with it, and take it if it is
+            // still queued once they are done (a dequeue that took it is not), then look again.
+            let queued: Option<bool> = self.value(
+                "SELECT EXISTS (SELECT 1 FROM rollouts WHERE queue_seq IS NOT NULL)",
+                &[],
+            )?;
+            if queued != Some(true) {
+                break;
             }
+            let rows = self.rows(
+                "WITH head AS (
+                     SELECT rollout_id, queue_seq FROM rollouts WHERE queue_seq IS NOT NULL
+                     ORDER BY queue_seq LIMIT 1 FOR UPDATE)
+                 UPDATE rollouts r SET queue_seq = NULL FROM head WHERE r.rollout_id = head.rollout_id
+                 RETURNING head.queue_seq, r.record",
+                &[],
+            )?;
+            self.take_heads(&rows, &mut out)?;
         }
         Ok(out)
     }
@@ -303,12 +380,19 @@ impl Storage for PgTx<'_> {
     }
 
     fn attempt_count(&mut self, rollout_id: &str) -> StoreResult<u32> {
+        if let Some(count) = self.attempt_counts.get(rollout_id) {
+            return Ok(*count);
+        }
         // No row lock needed: attempts are only added by transactions holding the rollout's.
         let count: Option<i64> = self.value(
             "SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE rollout_id = $1",
             &[&rollout_id],
         )?;
-        sequence(count.unwrap_or(0))
+        let count = sequence(count.unwrap_or(0))?;
+        if self.rollouts.contains_key(rollout_id) {
+            self.attempt_counts.insert(rollout_id.to_owned(), count);
+        }
+        Ok(count)
     }
 
     fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
@@ -355,6 +439,9 @@ impl Storage for PgTx<'_> {
                 &to_json(attempt)?,
             ],
         )?;
+        if let Some(count) = self.attempt_counts.get_mut(&attempt.rollout_id) {
+            *count = (*count).max(attempt.sequence_id);
+        }
         Ok(())
     }
 
