@@ -1,8 +1,9 @@
-//! `agl-host store --db sqlite:FILE` keeps every write it acknowledged, once: several HTTP clients
-//! enqueue rollouts and add spans until the store is killed with SIGKILL mid-load; restarted on the
-//! same file, it holds every acknowledged write exactly once, and nothing else but the writes that
-//! were in flight (sent, never answered) when it died. A file that is not a database, or a place
-//! where no file can be made, is refused at start: exit status 2 and one line naming the file.
+//! `agl-host store --db sqlite:FILE` and `--db postgres://...` keep every write they acknowledged,
+//! once: several HTTP clients enqueue rollouts and add spans until the store is killed with
+//! SIGKILL mid-load; restarted on the same file or database, it holds every acknowledged write
+//! exactly once, and nothing else but the writes that were in flight (sent, never answered) when
+//! it died. A file that is not a database, or a place where no file can be made, is refused at
+//! start: exit status 2 and one line naming the file.
 
 mod support;
 
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{Scratch, ServerProcess};
+use support::{Backend, Scratch, ServerProcess};
 use tokio::sync::watch;
 
 /// Clients writing at once, each over its own connection.
@@ -135,9 +136,20 @@ async fn write_until_the_store_dies(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_sqlite_store_keeps_every_acknowledged_write_once() {
-    let scratch = Scratch::new("durability");
-    let db = format!("sqlite:{}", scratch.path("store.db").display());
-    let mut server = ServerProcess::agl_host_store(&["--db", &db]);
+    a_killed_store_keeps_every_acknowledged_write_once(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_postgres_store_keeps_every_acknowledged_write_once() {
+    a_killed_store_keeps_every_acknowledged_write_once(Backend::Postgres).await;
+}
+
+/// The load, the kill and the checks after a restart on the same store (`backend`'s fresh one;
+/// nothing is checked where this machine has no PostgreSQL, outside CI).
+async fn a_killed_store_keeps_every_acknowledged_write_once(backend: Backend) {
+    let Some(fresh) = backend.fresh_db() else { return };
+    let db = fresh.url.as_str();
+    let mut server = ServerProcess::agl_host_store(&["--db", db]);
 
     // Each client adds its spans to a rollout of its own, started before the load.
     let mut own = Vec::new();
@@ -190,8 +202,8 @@ async fn a_killed_sqlite_store_keeps_every_acknowledged_write_once() {
     let acknowledged_spans: usize = logs.iter().map(|log| log.spans.len()).sum();
     let in_flight: Vec<Write> = logs.iter().filter_map(|log| log.in_flight).collect();
 
-    // The same file, a new process.
-    let server = ServerProcess::agl_host_store(&["--db", &db]);
+    // The same file or database, a new process.
+    let server = ServerProcess::agl_host_store(&["--db", db]);
     let store = self::client(&server.url);
 
     // Rollouts: the clients' own, each acknowledged enqueue once, and at most the in-flight ones.
@@ -274,7 +286,7 @@ async fn a_killed_sqlite_store_keeps_every_acknowledged_write_once() {
     assert_eq!(again.map(|r| r.rollout.input), Some(json!({"after": "restart"})));
 
     println!(
-        "killed after {} acknowledged writes ({acknowledged_enqueues} enqueues, {acknowledged_spans} spans) from \
+        "{backend:?}: killed after {} acknowledged writes ({acknowledged_enqueues} enqueues, {acknowledged_spans} spans) from \
          {CLIENTS} clients, {} in flight; after the restart: {} enqueued rollouts and {spans_found} spans, \
          {in_flight_found} of them in-flight writes",
         acknowledged_enqueues + acknowledged_spans,
