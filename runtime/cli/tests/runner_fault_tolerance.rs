@@ -4,6 +4,11 @@
 //! `agl-host runner` processes, and through `agl-host run --strategy client-server`. The agent (the
 //! probe's `llm_once`) waits on an LLM served here whose first call never returns: the first
 //! attempt is alive and slow until its runner is killed; the retry gets an answer.
+//!
+//! And the store killed mid-run (SIGKILL) and started again on the same SQLite file and port: the
+//! runners and the algorithm's client (`agl-host run --store`) retry, reconnect, and the run
+//! completes with every rollout succeeded. (The client gives up on a store that stays away longer
+//! than its retries, about 16 s: `agl_client::ClientOptions::retry_delays`.)
 
 use agl_client::{ClientOptions, HttpStoreClient};
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, ScriptedBackend};
@@ -83,6 +88,16 @@ impl Process {
             }
         }
         panic!("no line with '{needle}' in time");
+    }
+
+    /// The lines it wrote since those read so far (all of them, once it has exited and its pipe
+    /// is drained).
+    fn lines_so_far(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            lines.push(line);
+        }
+        lines
     }
 
     /// Waits for it to exit (a hang is a failure, not a stuck test).
@@ -389,5 +404,212 @@ fn a_client_server_run_retries_the_rollout_of_a_killed_runner_process_and_comple
         (&split["rollouts"], &split["succeeded"], &split["retried"]),
         (&json!(1), &json!(1), &json!(1)),
         "{results:#}"
+    );
+}
+
+// ---- the store killed and restarted mid-run --------------------------------------------------
+
+/// Tasks of the restart run: long enough a run (with [`SLOW_LLM`]) that the kill lands mid-run.
+const RESTART_TASKS: usize = 24;
+/// Every LLM answer of the restart run comes this late.
+const SLOW_LLM: Duration = Duration::from_millis(250);
+
+/// An LLM that answers "ok" to every call, each [`SLOW_LLM`] late, on a runtime of its own.
+struct SlowLlm {
+    runtime: tokio::runtime::Runtime,
+    server: Option<agl_llm::ServerHandle>,
+}
+
+impl SlowLlm {
+    fn serve() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let answers = ScriptedBackend::from_json_str(r#"{"rules": [], "fallback": {"reply": "ok"}}"#).expect("rules");
+        let server = runtime
+            .block_on(agl_llm::serve_with_faults(
+                Arc::new(answers),
+                "127.0.0.1:0".parse().expect("address"),
+                agl_llm::Faults::default().with_delay(SLOW_LLM),
+            ))
+            .expect("the LLM serves");
+        Self {
+            runtime,
+            server: Some(server),
+        }
+    }
+
+    fn url(&self) -> String {
+        self.server.as_ref().map(|s| s.base_url()).unwrap_or_default()
+    }
+}
+
+impl Drop for SlowLlm {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.runtime.block_on(server.shutdown());
+        }
+    }
+}
+
+/// A port nothing listens on now (bound, then let go), for a store restarted on the same port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The URL an `agl-host store` process says it listens on.
+fn listening_url(store: &Process) -> String {
+    store
+        .wait_for_line("listening on ")
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a URL")
+        .to_owned()
+}
+
+/// Rollouts of the store at `url` that succeeded, asked without retrying (the store may be down).
+async fn succeeded_so_far(url: &str) -> u64 {
+    let options = ClientOptions {
+        retry_delays: Vec::new(),
+        ..ClientOptions::default()
+    };
+    let Ok(store) = HttpStoreClient::new(url, options) else {
+        return 0;
+    };
+    store
+        .query_rollouts(&RolloutQuery::default().status_in([RolloutStatus::Succeeded]))
+        .await
+        .map_or(0, |found| found.total)
+}
+
+#[test]
+fn a_store_killed_and_restarted_on_the_same_file_and_port_mid_run_loses_no_rollout() {
+    let llm = SlowLlm::serve();
+    let dir = temp_dir("store-restarted");
+    let (train, config, out) = (
+        dir.join("train.jsonl"),
+        dir.join("config.json"),
+        dir.join("results.json"),
+    );
+    let tasks: String = (0..RESTART_TASKS)
+        .map(|i| format!("{}\n", json!({"do": "llm_once", "prompt": format!("task {i}")})))
+        .collect();
+    std::fs::write(&train, tasks).expect("dataset");
+    // A dequeue the store committed but died before answering leaves an attempt no runner
+    // holds: its silence since its start makes it unresponsive, and the rollout runs again.
+    let settings = json!({"rollout_config": {
+        "unresponsive_seconds": 10.0, "max_attempts": 3, "retry_condition": ["unresponsive"]
+    }});
+    std::fs::write(&config, settings.to_string()).expect("algorithm config");
+
+    let db = format!("sqlite:{}", dir.join("store.db").display());
+    let port = free_port().to_string();
+    let start_store = || {
+        let store = Process::spawn(agl_host().args(["store", "--port", &port, "--threads", "1", "--db", &db]));
+        let url = listening_url(&store);
+        (store, url)
+    };
+    let (mut store, url) = start_store();
+    let runner = |name: &str| {
+        let process = Process::spawn(
+            agl_host()
+                .args(["runner", "--store", &url, "--worker-prefix", name])
+                .args(runner_flags(&llm.url())),
+        );
+        process.wait_for_line("runner(s) of probe.wasm");
+        process
+    };
+    let runners = [runner("a"), runner("b")];
+    let mut run = Process::spawn(
+        agl_host()
+            .args(["run", "--store", &url, "--algo", "baseline"])
+            .arg("--train")
+            .arg(&train)
+            .arg("--algo-config")
+            .arg(&config)
+            .arg("--output")
+            .arg(&out),
+    );
+
+    // Kill -9 the store once a third of the rollouts succeeded, and start it again at once.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let deadline = Instant::now() + PATIENCE;
+    let before = loop {
+        let succeeded = runtime.block_on(succeeded_so_far(&url));
+        if succeeded >= (RESTART_TASKS / 3) as u64 {
+            break succeeded;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{succeeded} rollouts succeeded in {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    store.signal("-KILL");
+    assert!(!store.wait_for_exit().success());
+    let down = Instant::now();
+    let (_store, again) = start_store();
+    let outage = down.elapsed();
+    assert_eq!(again, url, "the same port");
+
+    let status = run.wait_for_exit();
+    let run_lines = run.lines_so_far();
+    assert!(status.success(), "{status}:\n{}", run_lines.join("\n"));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("results written")).expect("results are JSON");
+    let split = &results["splits"]["train"];
+    let tasks = json!(RESTART_TASKS);
+    assert_eq!(results["status"], "completed", "{results:#}");
+    assert_eq!(
+        (&split["rollouts"], &split["succeeded"], &split["unfinished"]),
+        (&tasks, &tasks, &json!(0)),
+        "every task's rollout, succeeded: {results:#}"
+    );
+    assert_eq!(split["mean_reward"], 1.0, "every reward kept: {results:#}");
+    assert_eq!(results["failure_reasons"], json!([]), "{results:#}");
+    // The store holds those rollouts and no others (no enqueue made twice).
+    let store_client = client(&url);
+    let rollouts = runtime
+        .block_on(store_client.query_rollouts(&RolloutQuery::default()))
+        .expect("rollouts");
+    assert_eq!(rollouts.total, RESTART_TASKS as u64);
+    assert!(
+        rollouts
+            .items
+            .iter()
+            .all(|r| r.rollout.status == RolloutStatus::Succeeded),
+        "{:#?}",
+        rollouts.items
+    );
+    // The algorithm's wait was held by the killed store: its client saw it die and retried.
+    let retried: Vec<&String> = run_lines.iter().filter(|line| line.contains("retrying in")).collect();
+    assert!(
+        !retried.is_empty(),
+        "the run's client retried:\n{}",
+        run_lines.join("\n")
+    );
+    let runner_retries: usize = runners
+        .iter()
+        .map(|r| {
+            r.lines_so_far()
+                .iter()
+                .filter(|line| line.contains("retrying in"))
+                .count()
+        })
+        .sum();
+    println!(
+        "store killed after {before} of {RESTART_TASKS} rollouts succeeded, serving again {outage:.2?} later; \
+         {} rollouts retried; requests retried: {} by the run, {runner_retries} by the runners",
+        split["retried"],
+        retried.len(),
     );
 }
