@@ -18,10 +18,14 @@
 //! its runtime, loses them), and adds a pool crate for what `pool.rs` does in 150 lines. Measured
 //! on the 2-core development machine (other builds running), local server, fsync off, 4
 //! connections each running `BEGIN; UPDATE ... RETURNING; COMMIT`: the sync client 8,500-10,800
-//! transactions/s, tokio-postgres + `block_on` 6,500-7,200. sqlx was not tried: it is async-only
-//! too (the same bridging) and its query layer is of no use here. Through the whole store
-//! (`tests/postgres.rs`, `throughput_figure`: enqueue, dequeue, succeed; 8 tasks, 8 connections)
-//! the same machine does 550-710 rollouts/s, about 2,000 calls/s.
+//! transactions/s, tokio-postgres + `block_on` 6,500-7,200. tokio-postgres on a runtime per pool
+//! thread, to pipeline the writes whose answer a transition does not need with the next statement,
+//! was tried too: +5-15% in that micro-benchmark, and slower through the debug-built store (229
+//! against 312 rollouts/s, same server, back to back), so it was left out. sqlx was not tried: it
+//! is async-only too (the same bridging) and its query layer is of no use here. Through the whole
+//! store (`tests/postgres.rs`, `throughput_figure`: enqueue, dequeue, succeed; 8 tasks, 8
+//! connections; debug build) the same machine does 250-710 rollouts/s (750-2,100 calls/s),
+//! depending on what else runs on it.
 
 mod listen;
 mod pool;

@@ -6,7 +6,7 @@
 //! `NOTIFY agl_rollouts_finished` when rollouts finished), the whole run again on a
 //! serialization failure or a deadlock. What a call does is `mod.rs`'s and `tx.rs`'s.
 
-use super::tx::{Conn, PgTx, db_error, describe, is_retryable};
+use super::tx::{Conn, PgTx, db_error, describe, is_broken, is_retryable};
 use crate::error::DbError;
 use ::postgres::{Client, Config, NoTls};
 use agl_store::{Clock, StoreError, StoreResult};
@@ -86,39 +86,55 @@ impl Session {
             let outcome = run_once(self.conn()?, isolation, clock.now(), &mut op);
             match outcome {
                 Ok(done) => return Ok(done),
-                Err((error, retry)) => {
-                    if self.conn.as_ref().is_some_and(|conn| conn.client.is_closed()) {
+                Err(failed) => {
+                    if failed.broken || self.conn.as_ref().is_some_and(|conn| conn.client.is_closed()) {
+                        // Opened again by the next try, or the next call.
                         self.conn = None;
                     }
-                    if !retry || tries >= MAX_TRIES {
-                        return Err(error);
+                    if !failed.again || tries >= MAX_TRIES {
+                        return Err(failed.error);
                     }
-                    std::thread::sleep(backoff(tries));
+                    if !failed.broken {
+                        std::thread::sleep(backoff(tries));
+                    }
                 }
             }
         }
     }
 }
 
-/// One try: the value and whether a rollout finished, or the error and whether to try again.
+/// Why a try failed.
+struct Failed {
+    error: StoreError,
+    /// The call may run again: nothing of it was committed, and running it again may succeed.
+    again: bool,
+    /// The connection is gone.
+    broken: bool,
+}
+
+/// One try: the value and whether a rollout finished, or why it failed.
 fn run_once<T>(
     conn: &mut Conn,
     isolation: Isolation,
     now: f64,
     op: &mut impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
-) -> Result<(T, bool), (StoreError, bool)> {
+) -> Result<(T, bool), Failed> {
     // Until COMMIT is sent, a connection that broke committed nothing: the call may run again
     // on a new one. A COMMIT whose answer was lost may have committed: that is the caller's error.
     let begun = PgTx::begin(conn, isolation.begin(), now);
     let mut tx = match begun {
         Ok(tx) => tx,
         Err(error) => {
-            let retry = is_retryable(&error) || conn.client.is_closed();
-            return Err((db_error(error), retry));
+            let broken = is_broken(&error) || conn.client.is_closed();
+            return Err(Failed {
+                again: broken || is_retryable(&error),
+                broken,
+                error: db_error(error),
+            });
         }
     };
     let result = op(&mut tx, now);
-    let (finished, retryable) = (tx.finished, tx.retryable);
+    let (finished, retryable, broken) = (tx.finished, tx.retryable, tx.broken);
     match result {
         Ok(value) => {
             // The notification is delivered at the commit, and only if it commits.
@@ -130,15 +146,28 @@ fn run_once<T>(
             match conn.client.batch_execute(commit) {
                 Ok(()) => Ok((value, finished)),
                 Err(error) => {
-                    let retry = is_retryable(&error);
-                    rollback(conn);
-                    Err((db_error(error), retry))
+                    let broken = is_broken(&error) || conn.client.is_closed();
+                    if !broken {
+                        rollback(conn);
+                    }
+                    Err(Failed {
+                        again: is_retryable(&error),
+                        broken,
+                        error: db_error(error),
+                    })
                 }
             }
         }
         Err(error) => {
-            rollback(conn);
-            Err((error, retryable || conn.client.is_closed()))
+            let broken = broken || conn.client.is_closed();
+            if !broken {
+                rollback(conn);
+            }
+            Err(Failed {
+                error,
+                again: retryable || broken,
+                broken,
+            })
         }
     }
 }

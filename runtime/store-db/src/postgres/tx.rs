@@ -70,6 +70,19 @@ pub(crate) fn db_error(error: ::postgres::Error) -> StoreError {
     StoreError::Backend(format!("PostgreSQL: {}", describe(&error)))
 }
 
+/// Whether the connection is gone: closed, ended by the server (shutdown, an administrator),
+/// or an I/O error. Nothing sent on it since `BEGIN` was committed.
+pub(crate) fn is_broken(error: &::postgres::Error) -> bool {
+    use ::postgres::error::SqlState;
+    error.is_closed()
+        || matches!(
+            error.code(),
+            Some(code) if *code == SqlState::ADMIN_SHUTDOWN || *code == SqlState::CRASH_SHUTDOWN
+                || *code == SqlState::CANNOT_CONNECT_NOW
+        )
+        || std::error::Error::source(error).is_some_and(|cause| cause.is::<std::io::Error>())
+}
+
 /// Whether the whole transaction should run again: a serialization failure or a deadlock.
 pub(crate) fn is_retryable(error: &::postgres::Error) -> bool {
     use ::postgres::error::SqlState;
@@ -121,6 +134,8 @@ pub(crate) struct PgTx<'c> {
     pub finished: bool,
     /// A statement failed with a serialization failure or a deadlock: run the call again.
     pub retryable: bool,
+    /// A statement found the connection gone (see [`is_broken`]).
+    pub broken: bool,
     /// Whether the watchdog was due at this time, asked together with `BEGIN` (every call
     /// starts with that question: one round trip fewer); used once.
     due: Option<(f64, bool)>,
@@ -150,12 +165,14 @@ impl<'c> PgTx<'c> {
             latest_resources: None,
             finished: false,
             retryable: false,
+            broken: false,
             due,
         })
     }
 
     fn fail(&mut self, error: ::postgres::Error) -> StoreError {
         self.retryable |= is_retryable(&error);
+        self.broken |= is_broken(&error);
         db_error(error)
     }
 
