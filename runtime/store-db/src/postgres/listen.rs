@@ -20,24 +20,36 @@ const POLL: Duration = Duration::from_millis(250);
 /// The longest pause between two tries to connect again.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Starts the listening thread; it ends once `stop` is set.
+/// Starts the listening thread, and returns once its first try to listen is over (or `wait`
+/// has passed), so that a store is listening when it is opened; it ends once `stop` is set.
 pub(crate) fn spawn(
     config: Arc<Config>,
     place: String,
     finished: watch::Sender<u64>,
     stop: Arc<AtomicBool>,
+    wait: Duration,
 ) -> std::io::Result<()> {
+    let (tried, first_try) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("agl-postgres-listen".into())
-        .spawn(move || listen(&config, &place, &finished, &stop))
-        .map(|_| ())
+        .spawn(move || listen(&config, &place, &finished, &stop, tried))?;
+    // A first try that fails (logged) or takes too long leaves the waits to their re-checks.
+    let _ = first_try.recv_timeout(wait);
+    Ok(())
 }
 
 fn bump(finished: &watch::Sender<u64>) {
     finished.send_modify(|generation| *generation = generation.wrapping_add(1));
 }
 
-fn listen(config: &Config, place: &str, finished: &watch::Sender<u64>, stop: &AtomicBool) {
+fn listen(
+    config: &Config,
+    place: &str,
+    finished: &watch::Sender<u64>,
+    stop: &AtomicBool,
+    tried: std::sync::mpsc::Sender<()>,
+) {
+    let mut tried = Some(tried);
     let mut client: Option<Client> = None;
     let mut backoff = Duration::from_millis(100);
     let mut was_connected = false;
@@ -46,6 +58,9 @@ fn listen(config: &Config, place: &str, finished: &watch::Sender<u64>, stop: &At
         let Some(listening) = client.as_mut().filter(|c| !c.is_closed()) else {
             client = None;
             let opened = connect(config).and_then(|mut c| c.batch_execute(&format!("LISTEN {CHANNEL}")).map(|()| c));
+            if let Some(tried) = tried.take() {
+                let _ = tried.send(());
+            }
             match opened {
                 Ok(c) => {
                     client = Some(c);

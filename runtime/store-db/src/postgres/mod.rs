@@ -116,6 +116,7 @@ impl PostgresLightningStore {
             place.clone(),
             finished.clone(),
             Arc::clone(&stop_listening),
+            CONNECT_TIMEOUT,
         )
         .map_err(|e| DbError::Other {
             place: place.clone(),
@@ -199,7 +200,8 @@ async fn watchdog_tick(inner: Weak<Inner>, period: Duration) {
     loop {
         interval.tick().await;
         let Some(inner) = inner.upgrade() else { break };
-        if let Err(error) = inner.write(|tx, now| transitions::run_watchdog(tx, now)).await {
+        // `_if_due`: asked with `BEGIN`, so an idle replica's tick is two round trips.
+        if let Err(error) = inner.write(|tx, now| transitions::run_watchdog_if_due(tx, now)).await {
             tracing::warn!("PostgreSQL store: the watchdog failed: {error}");
         }
     }
@@ -354,25 +356,20 @@ impl LightningStore for PostgresLightningStore {
         let mut commits = self.inner.finished.subscribe();
         let ids: Arc<[String]> = rollout_ids.into();
         loop {
+            // Each look only counts what is unfinished; the records are read once, at the end.
             let look = Arc::clone(&ids);
-            let (finished, pending) = self.inner.read(move |tx| queries::finished_rollouts(tx, &look)).await?;
-            if !pending {
+            let waiting = self.inner.read(move |tx| queries::any_unfinished(tx, &look)).await?;
+            let timed_out = deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
+            if !waiting || timed_out {
+                let look = Arc::clone(&ids);
+                let (finished, _) = self.inner.read(move |tx| queries::finished_rollouts(tx, &look)).await?;
                 return Ok(finished);
             }
+            // Woken by a commit (here or, through `listen.rs`, in another replica), by the
+            // recheck timer, or by the deadline; either way, look again.
             let recheck = tokio::time::Instant::now() + RECHECK;
-            let wake = match deadline {
-                Some(deadline) if deadline <= recheck => deadline,
-                _ => recheck,
-            };
-            if deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
-                return Ok(finished);
-            }
-            // Woken by a commit, or by the recheck timer; either way, look again (after the
-            // deadline, the last look is the answer).
+            let wake = deadline.map_or(recheck, |deadline| deadline.min(recheck));
             let _ = tokio::time::timeout_at(wake, commits.changed()).await;
-            if deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
-                return Ok(finished);
-            }
         }
     }
 

@@ -3,7 +3,7 @@
 //! the same filters, sorting and pagination as every backend (`agl_store::query_exec`), so the
 //! answers match the in-memory store's exactly. Reads lock nothing.
 
-use super::tx::{Params, PgTx, column, from_json};
+use super::tx::{Params, PgTx, column, from_json, status_name};
 use agl_store::StoreResult;
 use agl_store::model::*;
 use agl_store::query_exec::{Page, RolloutFilter, resources_match, span_matches, worker_matches};
@@ -175,6 +175,21 @@ pub(crate) fn query_workers(tx: &mut PgTx<'_>, query: &WorkerQuery) -> StoreResu
 
 pub(crate) fn worker(tx: &mut PgTx<'_>, worker_id: &str) -> StoreResult<Option<Worker>> {
     record(tx, "SELECT record FROM workers WHERE worker_id = $1", &[&worker_id])
+}
+
+/// Whether any of these rollout ids names a rollout that is not finished: one count, no record
+/// read (a wait asks this every time it is woken).
+pub(crate) fn any_unfinished(tx: &mut PgTx<'_>, rollout_ids: &[String]) -> StoreResult<bool> {
+    let finished: Vec<String> = RolloutStatus::ALL
+        .iter()
+        .filter(|status| status.is_finished())
+        .map(status_name)
+        .collect::<StoreResult<_>>()?;
+    let unfinished: Option<i64> = tx.value(
+        "SELECT count(*) FROM rollouts WHERE rollout_id = ANY($1) AND status <> ALL($2)",
+        &[&rollout_ids, &finished],
+    )?;
+    Ok(unfinished.unwrap_or(0) > 0)
 }
 
 /// Of these rollout ids: the finished rollouts (in the order asked), and whether any known one

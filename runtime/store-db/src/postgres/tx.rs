@@ -107,7 +107,7 @@ pub(crate) fn column<'r, T: FromSql<'r>>(row: &'r Row, index: usize) -> StoreRes
 }
 
 /// A status as its wire name (`"queuing"`), the form kept in the `status` column.
-fn status_name<T: Serialize>(status: &T) -> StoreResult<String> {
+pub(crate) fn status_name<T: Serialize>(status: &T) -> StoreResult<String> {
     match serde_json::to_value(status) {
         Ok(serde_json::Value::String(name)) => Ok(name),
         _ => Err(StoreError::Backend("a status has no wire name".into())),
