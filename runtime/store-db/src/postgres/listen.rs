@@ -5,8 +5,8 @@
 //! the database on every bump and on a slow timer, so a lost notification only delays them. This
 //! module does not know what a wait is waiting for.
 
-use super::pool::{CHANNEL, connect};
-use super::tx::describe;
+use super::conn::{connect, describe};
+use super::pool::CHANNEL;
 use ::postgres::fallible_iterator::FallibleIterator as _;
 use ::postgres::{Client, Config};
 use std::sync::Arc;

@@ -27,6 +27,7 @@
 //! connections; debug build) the same machine does 250-710 rollouts/s (750-2,100 calls/s),
 //! depending on what else runs on it.
 
+mod conn;
 mod listen;
 mod pool;
 mod queries;
@@ -95,7 +96,7 @@ impl PostgresLightningStore {
         let place = DbUrl::Postgres(url.to_owned()).redacted();
         let mut config: ::postgres::Config = url.parse().map_err(|e| DbError::Url {
             url: place.clone(),
-            reason: format!("not a PostgreSQL URL: {}", tx::describe(&e)),
+            reason: format!("not a PostgreSQL URL: {}", conn::describe(&e)),
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);

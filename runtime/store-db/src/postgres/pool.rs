@@ -6,9 +6,10 @@
 //! `NOTIFY agl_rollouts_finished` when rollouts finished), the whole run again on a
 //! serialization failure or a deadlock. What a call does is `mod.rs`'s and `tx.rs`'s.
 
-use super::tx::{Conn, PgTx, db_error, describe, is_broken, is_retryable};
+use super::conn::{Conn, connect, db_error, describe, is_broken, is_retryable};
+use super::tx::PgTx;
 use crate::error::DbError;
-use ::postgres::{Client, Config, NoTls};
+use ::postgres::{Client, Config};
 use agl_store::{Clock, StoreError, StoreResult};
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -21,11 +22,6 @@ pub(crate) const CHANNEL: &str = "agl_rollouts_finished";
 /// How many times a transaction runs at most when it keeps meeting serialization failures or
 /// deadlocks.
 const MAX_TRIES: u32 = 8;
-
-/// Opens a connection (plain TCP or a Unix socket: TLS is not built in).
-pub(crate) fn connect(config: &Config) -> Result<Client, ::postgres::Error> {
-    config.connect(NoTls)
-}
 
 /// What one call runs on a pool thread.
 pub(crate) type Job = Box<dyn FnOnce(&mut Session) + Send>;

@@ -4,7 +4,7 @@
 //! wait, then find the work done), applies every migration above the stored version in that one
 //! transaction, and refuses a database whose version is newer than this binary knows.
 
-use super::tx::describe;
+use super::conn::describe;
 use crate::error::DbError;
 use ::postgres::Client;
 

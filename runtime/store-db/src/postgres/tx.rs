@@ -5,8 +5,9 @@
 //! agenda are popped with `FOR UPDATE SKIP LOCKED`, so two replicas never take the same entry;
 //! counters move with `UPDATE ... RETURNING`. It does not begin, commit or retry: `pool.rs` does.
 
+use super::conn::{Conn, db_error, describe, is_broken, is_retryable};
 use ::postgres::types::{FromSql, ToSql};
-use ::postgres::{Client, Row, SimpleQueryMessage, Statement};
+use ::postgres::{Row, SimpleQueryMessage};
 use agl_store::model::*;
 use agl_store::{AttemptRef, Storage, StorageCounts, StoreError, StoreResult};
 use serde::Serialize;
@@ -16,81 +17,6 @@ use std::sync::Arc;
 
 /// Parameters of a statement.
 pub(crate) type Params<'p> = [&'p (dyn ToSql + Sync)];
-
-/// One connection and the statements prepared on it (each SQL text is parsed once per
-/// connection, then only bound and run).
-pub(crate) struct Conn {
-    pub client: Client,
-    statements: HashMap<&'static str, Statement>,
-}
-
-impl Conn {
-    pub fn new(client: Client) -> Self {
-        Self {
-            client,
-            statements: HashMap::new(),
-        }
-    }
-
-    fn statement(&mut self, sql: &'static str) -> Result<Statement, ::postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        self.statements.insert(sql, statement.clone());
-        Ok(statement)
-    }
-}
-
-/// A client error on one line, with its causes: the client's own text names only the kind
-/// ("db error", "error connecting to server"), the server's message and the I/O error are its
-/// sources.
-pub(crate) fn describe(error: &::postgres::Error) -> String {
-    let mut text = error.to_string();
-    if let Some(db) = error.as_db_error() {
-        text = format!("{}: {}", db.severity(), db.message());
-        if let Some(detail) = db.detail() {
-            text.push_str(&format!(" ({detail})"));
-        }
-        if let Some(hint) = db.hint() {
-            text.push_str(&format!("; hint: {hint}"));
-        }
-    } else {
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            text.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-    }
-    text.replace('\n', " ")
-}
-
-/// A database error, as the store reports it.
-pub(crate) fn db_error(error: ::postgres::Error) -> StoreError {
-    StoreError::Backend(format!("PostgreSQL: {}", describe(&error)))
-}
-
-/// Whether the connection is gone: closed, ended by the server (shutdown, an administrator),
-/// or an I/O error. Nothing sent on it since `BEGIN` was committed.
-pub(crate) fn is_broken(error: &::postgres::Error) -> bool {
-    use ::postgres::error::SqlState;
-    error.is_closed()
-        || matches!(
-            error.code(),
-            Some(code) if *code == SqlState::ADMIN_SHUTDOWN || *code == SqlState::CRASH_SHUTDOWN
-                || *code == SqlState::CANNOT_CONNECT_NOW
-        )
-        || std::error::Error::source(error).is_some_and(|cause| cause.is::<std::io::Error>())
-}
-
-/// Whether the whole transaction should run again: a serialization failure or a deadlock.
-pub(crate) fn is_retryable(error: &::postgres::Error) -> bool {
-    use ::postgres::error::SqlState;
-    matches!(
-        error.code(),
-        Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
-    )
-}
 
 pub(crate) fn to_json<T: Serialize>(value: &T) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode a record: {e}")))
