@@ -25,6 +25,26 @@ pub struct StorageCounts {
     pub workers: u64,
 }
 
+impl StorageCounts {
+    /// The store's statistics (the wire's shape) from these counts: `name` is the store's class,
+    /// `uptime` seconds since it started.
+    pub fn statistics(self, name: &str, uptime: f64) -> Statistics {
+        Statistics {
+            name: name.to_owned(),
+            total_rollouts: self.rollouts,
+            total_attempts: self.attempts,
+            total_spans: self.spans,
+            total_resources: self.resources,
+            total_workers: self.workers,
+            uptime,
+            total_span_bytes: None,
+            eviction_threshold_bytes: None,
+            safe_threshold_bytes: None,
+            memory_capacity_bytes: None,
+        }
+    }
+}
+
 /// One transaction's view of a backend's records.
 pub trait Storage {
     // ---- rollouts ---------------------------------------------------------------------------

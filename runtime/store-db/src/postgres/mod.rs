@@ -376,19 +376,7 @@ impl LightningStore for PostgresLightningStore {
 
     async fn statistics(&self) -> StoreResult<Statistics> {
         let counts = self.inner.read(|tx| agl_store::Storage::counts(tx)).await?;
-        Ok(Statistics {
-            name: "PostgresLightningStore".into(),
-            total_rollouts: counts.rollouts,
-            total_attempts: counts.attempts,
-            total_spans: counts.spans,
-            total_resources: counts.resources,
-            total_workers: counts.workers,
-            uptime: self.inner.clock.now() - self.inner.started_at,
-            total_span_bytes: None,
-            eviction_threshold_bytes: None,
-            safe_threshold_bytes: None,
-            memory_capacity_bytes: None,
-        })
+        Ok(counts.statistics("PostgresLightningStore", self.inner.clock.now() - self.inner.started_at))
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -354,19 +354,7 @@ impl LightningStore for SqliteLightningStore {
 
     async fn statistics(&self) -> StoreResult<Statistics> {
         let counts = self.inner.call(|tx, _| agl_store::Storage::counts(tx)).await?;
-        Ok(Statistics {
-            name: "SqliteLightningStore".into(),
-            total_rollouts: counts.rollouts,
-            total_attempts: counts.attempts,
-            total_spans: counts.spans,
-            total_resources: counts.resources,
-            total_workers: counts.workers,
-            uptime: self.inner.clock.now() - self.inner.started_at,
-            total_span_bytes: None,
-            eviction_threshold_bytes: None,
-            safe_threshold_bytes: None,
-            memory_capacity_bytes: None,
-        })
+        Ok(counts.statistics("SqliteLightningStore", self.inner.clock.now() - self.inner.started_at))
     }
 
     fn capabilities(&self) -> Capabilities {

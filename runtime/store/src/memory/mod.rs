@@ -254,26 +254,8 @@ impl LightningStore for InMemoryLightningStore {
     }
 
     async fn statistics(&self) -> StoreResult<Statistics> {
-        let [
-            total_rollouts,
-            total_attempts,
-            total_spans,
-            total_resources,
-            total_workers,
-        ] = self.inner.state.lock().totals();
-        Ok(Statistics {
-            name: "InMemoryLightningStore".into(),
-            total_rollouts,
-            total_attempts,
-            total_spans,
-            total_resources,
-            total_workers,
-            uptime: self.inner.clock.now() - self.inner.started_at,
-            total_span_bytes: None,
-            eviction_threshold_bytes: None,
-            safe_threshold_bytes: None,
-            memory_capacity_bytes: None,
-        })
+        let counts = crate::storage::Storage::counts(&mut *self.inner.state.lock())?;
+        Ok(counts.statistics("InMemoryLightningStore", self.inner.clock.now() - self.inner.started_at))
     }
 
     fn capabilities(&self) -> Capabilities {
