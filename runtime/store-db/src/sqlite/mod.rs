@@ -1,8 +1,9 @@
 //! `SqliteLightningStore`: the LightningStore kept in one SQLite file (WAL mode), for one process.
 //! Every call is a job for the writer thread (`writer.rs`), which runs the shared transitions
 //! (`agl_store::transitions`) over [`tx::SqliteTx`] and commits groups of calls together; a call
-//! returns once its change is committed. `wait_for_rollouts` sleeps until a commit finishes a
-//! rollout; the watchdog runs before every call and on a background tick, as in memory.
+//! returns once its change is committed. `wait_for_rollouts` sleeps until the commits have
+//! finished every rollout it waits for (the writer tells each waiter which rollouts a commit
+//! finished); the watchdog runs before every call and on a background tick, as in memory.
 
 mod queries;
 mod schema;
@@ -18,9 +19,10 @@ use agl_store::{AttemptRef, Clock, LightningStore, RunRecord, StoreBackend, Stor
 use async_trait::async_trait;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak, mpsc};
+use std::collections::HashSet;
+use std::sync::{Arc, PoisonError, Weak, mpsc};
 use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 use tx::SqliteTx;
 use writer::{Job, JobEnd, Message};
 
@@ -28,8 +30,8 @@ struct Inner {
     jobs: std::sync::Mutex<mpsc::Sender<Message>>,
     clock: Arc<dyn Clock>,
     started_at: f64,
-    /// Bumped after every commit that finished a rollout.
-    finished: watch::Sender<u64>,
+    /// The `wait_for_rollouts` calls waiting: each commit that finished rollouts tells them.
+    waiters: Arc<Waiters>,
     path: PathBuf,
 }
 
@@ -68,24 +70,32 @@ impl SqliteLightningStore {
             tracing::warn!(path = %place, mode, "SQLite would not use WAL mode");
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_error)?;
+        // Plans that do not depend on bound values: otherwise SQLite looks at a parameter while
+        // planning some statements (an `=` beside ORDER BY or MAX), and every new binding of it
+        // then compiles the cached statement again (each span's insert did so).
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .map_err(open_error)?;
+        // Room for every statement the store runs (rusqlite keeps 16 by default; a run uses more,
+        // and a statement pushed out is compiled again when next used).
+        conn.set_prepared_statement_cache_capacity(128);
+        // Fold the write-ahead log into the file every 4,000 pages (16 MiB) rather than 1,000:
+        // each fold syncs both files, and pages written again meanwhile are copied once.
+        conn.pragma_update(None, "wal_autocheckpoint", 4000).map_err(open_error)?;
         schema::migrate(&mut conn, &place)?;
 
         let (sender, receiver) = mpsc::channel::<Message>();
-        let (finished, _) = watch::channel(0u64);
         let inner = Arc::new(Inner {
             jobs: std::sync::Mutex::new(sender),
             started_at: options.clock.now(),
             clock: options.clock,
-            finished,
+            waiters: Arc::default(),
             path: path.to_owned(),
         });
-        let notifier = inner.finished.clone();
+        let waiters = Arc::clone(&inner.waiters);
         std::thread::Builder::new()
             .name("agl-sqlite-writer".into())
             .spawn(move || {
-                writer::run(conn, receiver, |_finished| {
-                    notifier.send_modify(|generation| *generation += 1);
-                })
+                writer::run(conn, receiver, |finished| waiters.heard(&finished))
             })
             .map_err(|e| DbError::Other {
                 place,
@@ -155,6 +165,81 @@ impl Inner {
             op(tx.conn())
         })
         .await
+    }
+}
+
+/// The `wait_for_rollouts` calls in progress.
+#[derive(Default)]
+struct Waiters(std::sync::Mutex<Vec<Arc<Waiter>>>);
+
+/// One `wait_for_rollouts` call: the rollouts it waits for that have not finished.
+struct Waiter {
+    pending: std::sync::Mutex<HashSet<String>>,
+    /// Notified once `pending` is empty.
+    all_finished: Notify,
+}
+
+impl Waiters {
+    /// After a commit (on the writer thread): these rollouts finished.
+    fn heard(&self, finished: &[String]) {
+        for waiter in self.0.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            let mut pending = waiter.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            if pending.is_empty() {
+                continue;
+            }
+            for rollout_id in finished {
+                pending.remove(rollout_id);
+            }
+            if pending.is_empty() {
+                waiter.all_finished.notify_one();
+            }
+        }
+    }
+}
+
+/// A waiter while it is registered (removed on drop).
+struct Registration<'a> {
+    waiters: &'a Waiters,
+    waiter: Arc<Waiter>,
+}
+
+impl<'a> Registration<'a> {
+    fn new(waiters: &'a Waiters, rollout_ids: &[String]) -> Self {
+        let waiter = Arc::new(Waiter {
+            pending: std::sync::Mutex::new(rollout_ids.iter().cloned().collect()),
+            all_finished: Notify::new(),
+        });
+        waiters
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::clone(&waiter));
+        Registration { waiters, waiter }
+    }
+
+    /// Keeps waiting only for those of `unfinished` (what a read found) that no commit has
+    /// finished since; false when none is left.
+    fn keep_only(&self, unfinished: &HashSet<String>) -> bool {
+        let mut pending = self.waiter.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.retain(|rollout_id| unfinished.contains(rollout_id));
+        !pending.is_empty()
+    }
+}
+
+impl std::ops::Deref for Registration<'_> {
+    type Target = Waiter;
+    fn deref(&self) -> &Waiter {
+        &self.waiter
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.waiters
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|waiter| !Arc::ptr_eq(waiter, &self.waiter));
     }
 }
 
@@ -324,32 +409,32 @@ impl LightningStore for SqliteLightningStore {
     }
 
     async fn wait_for_rollouts(&self, rollout_ids: &[String], timeout: Option<Duration>) -> StoreResult<Vec<Rollout>> {
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        // Subscribed before looking, so that no commit between the look and the wait is missed.
-        let mut commits = self.inner.finished.subscribe();
-        loop {
-            let ids = rollout_ids.to_vec();
-            let (finished, pending) = self
-                .inner
-                .read(move |conn| queries::finished_rollouts(conn, &ids))
-                .await?;
-            if !pending {
-                return Ok(finished);
-            }
-            let changed = commits.changed();
-            match deadline {
-                Some(deadline) => {
-                    if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                        return Ok(finished);
-                    }
-                }
-                None => {
-                    if changed.await.is_err() {
-                        return Ok(finished);
-                    }
-                }
-            }
+        // Registered before looking, so that a rollout finishing between the look and the wait
+        // is heard; the commits then tell the waiter which rollouts finished, so the database is
+        // read again only once all of them have (or the time is up).
+        let waiter = Registration::new(&self.inner.waiters, rollout_ids);
+        let ids = rollout_ids.to_vec();
+        let (finished, unfinished) = self
+            .inner
+            .read(move |conn| queries::finished_rollouts(conn, &ids))
+            .await?;
+        if !waiter.keep_only(&unfinished) || timeout.is_some_and(|t| t.is_zero()) {
+            return Ok(finished);
         }
+        let all_finished = waiter.all_finished.notified();
+        match timeout {
+            Some(limit) => {
+                let _ = tokio::time::timeout(limit, all_finished).await;
+            }
+            None => all_finished.await,
+        }
+        drop(waiter);
+        let ids = rollout_ids.to_vec();
+        let (finished, _) = self
+            .inner
+            .read(move |conn| queries::finished_rollouts(conn, &ids))
+            .await?;
+        Ok(finished)
     }
 
     async fn statistics(&self) -> StoreResult<Statistics> {

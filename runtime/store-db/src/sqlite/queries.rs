@@ -2,13 +2,13 @@
 //! rollout...) and answers with the same filters, sorting and pagination as every backend
 //! (`agl_store::query_exec`), so the answers match the in-memory store's exactly.
 
-use super::tx::{db_error, from_json};
+use super::tx::{db_error, from_json, status_name};
 use agl_store::StoreResult;
 use agl_store::model::*;
 use agl_store::query_exec::{Page, RolloutFilter, resources_match, span_matches, worker_matches};
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Every record a query returns, decoded.
@@ -190,19 +190,42 @@ pub(crate) fn worker(conn: &Connection, worker_id: &str) -> StoreResult<Option<W
     record(conn, "SELECT record FROM workers WHERE worker_id = ?1", [worker_id])
 }
 
-/// Of these rollout ids: the finished rollouts (in the order asked), and whether any known one
-/// is still unfinished.
-pub(crate) fn finished_rollouts(conn: &Connection, rollout_ids: &[String]) -> StoreResult<(Vec<Rollout>, bool)> {
-    let mut finished = Vec::new();
-    let mut pending = false;
+/// Of these rollout ids: the finished rollouts (in the order asked), and the known ones that have
+/// not finished. Only finished rollouts are decoded: the `status` column tells which they are.
+pub(crate) fn finished_rollouts(
+    conn: &Connection,
+    rollout_ids: &[String],
+) -> StoreResult<(Vec<Rollout>, HashSet<String>)> {
+    let finished_names = RolloutStatus::ALL
+        .into_iter()
+        .filter(|status| status.is_finished())
+        .map(|status| status_name(&status))
+        .collect::<StoreResult<Vec<String>>>()?;
+    let mut statement = conn
+        .prepare_cached("SELECT status, record FROM rollouts WHERE rollout_id = ?1")
+        .map_err(db_error)?;
+    let (mut finished, mut unfinished) = (Vec::new(), HashSet::new());
     for id in rollout_ids {
-        match rollout(conn, id)? {
-            Some(rollout) if rollout.status.is_finished() => finished.push(rollout),
-            Some(_) => pending = true,
+        let found: Option<Option<String>> = statement
+            .query_row([id], |row| {
+                let status = row.get_ref(0)?.as_str()?;
+                if finished_names.iter().any(|name| name == status) {
+                    Ok(Some(row.get(1)?))
+                } else {
+                    Ok(None)
+                }
+            })
+            .optional()
+            .map_err(db_error)?;
+        match found {
+            Some(Some(record)) => finished.push(from_json(&record)?),
+            Some(None) => {
+                unfinished.insert(id.clone());
+            }
             None => {}
         }
     }
-    Ok((finished, pending))
+    Ok((finished, unfinished))
 }
 
 pub(crate) fn run_record(conn: &Connection) -> StoreResult<Option<agl_store::RunRecord>> {

@@ -167,7 +167,10 @@ impl Storage for SqliteTx<'_> {
 
     fn push_queue(&mut self, rollout_id: &str) -> StoreResult<()> {
         self.exec(
-            "UPDATE rollouts SET queue_seq = (SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM rollouts)
+            // `queue_seq IS NOT NULL` lets MAX read the queue's (partial) index instead of every
+            // rollout: without it each enqueue scanned the table.
+            "UPDATE rollouts SET queue_seq =
+                 (SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM rollouts WHERE queue_seq IS NOT NULL)
              WHERE rollout_id = ?1 AND queue_seq IS NULL",
             [rollout_id],
         )?;

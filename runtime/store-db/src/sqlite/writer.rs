@@ -86,19 +86,19 @@ fn run_group(conn: &mut Connection, group: Vec<Job>) -> (Answers, Vec<String>, O
         }
     };
     for job in group {
-        if let Err(error) = tx.execute_batch("SAVEPOINT job") {
+        if let Err(error) = run_cached(&tx, "SAVEPOINT job") {
             tracing::error!("SQLite store: cannot open a savepoint: {error}");
             continue;
         }
         let mut view = SqliteTx::new(&tx);
         let end = job(&mut view);
-        let close = if end.succeeded {
+        let closed = if end.succeeded {
             finished.append(&mut view.finished);
-            "RELEASE job"
+            run_cached(&tx, "RELEASE job")
         } else {
-            "ROLLBACK TO job; RELEASE job"
-        };
-        let closed = tx.execute_batch(close).map_err(db_error);
+            run_cached(&tx, "ROLLBACK TO job").and_then(|()| run_cached(&tx, "RELEASE job"))
+        }
+        .map_err(db_error);
         match closed {
             Ok(()) => answers.push(end.answer),
             Err(error) => {
@@ -109,4 +109,9 @@ fn run_group(conn: &mut Connection, group: Vec<Job>) -> (Answers, Vec<String>, O
     }
     let failure = tx.commit().err().map(db_error);
     (answers, finished, failure)
+}
+
+/// Runs one of the writer's own statements, compiled once per connection.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
