@@ -1,8 +1,9 @@
-//! HTTP throughput of `agl-host store` against Agent-lightning 0.3.0's own store server (`agl
-//! store`: `LightningStoreServer` over its `InMemoryLightningStore`, from the venv that
+//! HTTP throughput of `agl-host store` on each of its backends (`--db memory`, `sqlite:PATH`,
+//! `postgres://...`) against Agent-lightning 0.3.0's own store server (`agl store`:
+//! `LightningStoreServer` over its `InMemoryLightningStore`, from the venv that
 //! `tests/python/prepare_venv.py` keeps in `target/py/agl-0.3`). One load generator (this binary:
 //! threads, each with one keep-alive HTTP/1.1 connection and one request in flight, through a
-//! minimal HTTP client) sends the same request bodies to both servers, at 1 and 16 connections:
+//! minimal HTTP client) sends the same request bodies to every server, at 1 and 16 connections:
 //!
 //! - `enqueue`: `POST /v1/agl/queues/rollouts/enqueue` with one rollout (what `enqueue_rollout` sends);
 //! - `dequeue`: `POST /v1/agl/queues/rollouts/dequeue` `{limit: 1, worker_id}`, draining what the
@@ -13,25 +14,41 @@
 //! - `query_spans`: `POST /v1/agl/spans/search` for all 20 spans of one rollout, sorted by
 //!   sequence_id (what `query_spans(rollout_id)` sends).
 //!
+//! The SQLite store is a new file in a scratch folder under `target/tmp`; the PostgreSQL store a
+//! new database on a throwaway server (`agl_testkit::postgres`, skipped with a note where
+//! PostgreSQL is not installed), whose durability settings the bench turns back on (`fsync`,
+//! `synchronous_commit`, `full_page_writes`: the testkit turns them off for tests), so every
+//! acknowledged write is on disk as a production server would keep it (`-- --pg-no-sync` keeps
+//! them off).
+//!
 //! Then the same generator runs against a no-work server in this process (reads each request,
 //! writes a fixed answer as long as ours to an enqueue, then as long as our span query answer):
-//! the most any server can reach here, so the ceiling on the ratio.
+//! the most any server can reach here, so the ceiling on the ratio. PostgreSQL's own ceiling is
+//! `pgbench` in each round (one single-row UPDATE per transaction, 1 and 16 clients, the same
+//! durability settings), against our in-memory store's rate in that round. Last, the size of a store
+//! holding N of the bench's spans (in rollouts of 20): the SQLite file after `agl-host store` has
+//! stopped on SIGTERM (which folds the write-ahead log into it), and PostgreSQL's
+//! `pg_total_relation_size` of the spans table.
 //!
-//! Both servers serve from one thread: theirs is one asyncio event loop (its CLI's default, and
+//! Every server serves from one thread: theirs is one asyncio event loop (its CLI's default, and
 //! the only way to run its in-memory store), ours runs with `--threads 1` (`-- --ours-threads N`
-//! gives it N, `0` its default of one per core).
+//! gives it N, `0` its default of one per core); SQLite's writer thread and PostgreSQL's pool
+//! threads (and its server processes) come on top, as they do in production.
 //!
 //! One request at a time leaves a core idle and makes every answer a cross-core wake-up, which
 //! on this VM costs more than most requests; so 1-connection phases run with the server's and the
-//! generator's threads on one core (the same for every server; see [`OneCore`]).
+//! generator's threads on one core (the same for every server; PostgreSQL's own processes stay
+//! free; see [`OneCore`]).
 //!
-//! Both servers run side by side and every phase runs on one and then the other, in rounds (three
-//! by default): the table gives median rates and the median of the rounds' ratios with their
-//! range, so a ratio never compares figures taken minutes apart on a machine whose speed drifts.
+//! The servers run side by side and every phase runs on each in turn, in rounds (three by
+//! default): the table gives median rates and the median of the rounds' ratios with their range,
+//! so a ratio never compares figures taken minutes apart on a machine whose speed drifts.
 //!
-//! Run: `cargo bench -p agl-host --bench store_load` (`-- --quick` for a smoke run, `-- --secs N`
-//! per phase, `-- --rounds N`, `-- --ours-only` to skip the Python server, `-- --no-pin` to leave
-//! 1-connection phases unpinned). The machine's cores are shared by the
+//! Run: `cargo bench -p agl-host --bench store_load` (`-- --quick` for a smoke run: memory and
+//! SQLite only, `-- --secs N` per phase, `-- --rounds N`, `-- --ours-only` to skip the Python
+//! server, `-- --no-postgres` to skip PostgreSQL, `-- --size-spans N` for the size measurement,
+//! `-- --no-pin` to leave 1-connection phases unpinned, `-- --agl-host PATH` to measure another
+//! build of agl-host). The machine's cores are shared by the
 //! generator and the server under test; the figures are for this box only.
 
 #[path = "../tests/support/mod.rs"]
@@ -42,7 +59,7 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -93,6 +110,34 @@ fn start_theirs(python: &Path) -> ServerProcess {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// `BINARY store --port 0 ARGS...`; returns once it printed the address it listens on (its
+/// stderr is then passed through).
+fn start_agl_host_store(binary: &Path, args: &[&str]) -> ServerProcess {
+    let mut child = Command::new(binary)
+        .args(["store", "--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            let status = child.wait().expect("wait for agl-host");
+            panic!("agl-host store {args:?} exited ({status}) before it listened");
+        }
+        if let Some(rest) = line.trim().strip_prefix("agl-host store: listening on ") {
+            break rest.split_whitespace().next().expect("a URL").to_string();
+        }
+        eprint!("{line}");
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
+    ServerProcess::adopt(child, url)
 }
 
 // ------------------------------------------------------------------ request bodies
@@ -509,6 +554,13 @@ struct Target<'a> {
     queried: String,
 }
 
+impl Target<'_> {
+    fn new<'a>(name: &'static str, process: &'a ServerProcess) -> Target<'a> {
+        let queried = rollout_with_spans(process.host());
+        Target { name, process, queried }
+    }
+}
+
 /// One round: every (operation, connections) figure for each target, in table order. Each phase
 /// runs on every target back to back, so a ratio compares figures taken under the same machine
 /// conditions (this VM's speed drifts by tens of percent over minutes).
@@ -532,7 +584,7 @@ fn run_round(targets: &[Target<'_>], secs: f64, pin: bool) -> Vec<Vec<f64>> {
                 drop(placement);
                 let percent = |cpu: Option<f64>| cpu.map_or("?".to_string(), |cpu| format!("{:.0}%", cpu * 100.0));
                 eprintln!(
-                    "  {:<6} {operation:<12} {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: server {}, generator {})",
+                    "  {:<8} {operation:<12} {conns:>2} connection(s){}: {:>9.0} ops/s  (CPU: server {}, generator {})",
                     target.name,
                     if pin && conns == 1 { ", 1 core" } else { "" },
                     phase.rate,
@@ -581,33 +633,58 @@ fn median_rates(rounds: &[Vec<Vec<f64>>], target: usize) -> Vec<f64> {
         .collect()
 }
 
-/// `rounds[r][target][cell]`: ours is target 0, theirs (when run) target 1. Rates are medians over
-/// the rounds; a ratio is the median of the rounds' ratios, with their range.
-fn print_table(rounds: &[Vec<Vec<f64>>]) {
-    println!(
-        "{:<12} {:>11} {:>14} {:>14} {:>9} {:>17}",
-        "operation", "connections", "ops/s ours", "ops/s theirs", "ratio", "ratio range"
-    );
-    let ours = median_rates(rounds, 0);
-    let theirs = (rounds[0].len() > 1).then(|| median_rates(rounds, 1));
+/// A ratio the table shows: target `over` / target `under`, as a percentage or as a multiple.
+struct Ratio {
+    over: usize,
+    under: usize,
+    percent: bool,
+}
+
+/// The rates (`rounds[r][target][cell]`, medians over the rounds), then the ratios (the median of
+/// the rounds' ratios, with their range).
+fn print_table(names: &[&str], rounds: &[Vec<Vec<f64>>], ratios: &[Ratio]) {
+    let medians: Vec<Vec<f64>> = (0..names.len()).map(|t| median_rates(rounds, t)).collect();
+    print!("{:<12} {:>5}", "operation", "conns");
+    for name in names {
+        print!(" {:>15}", format!("ops/s {name}"));
+    }
+    println!();
     for (o, op) in OPERATIONS.iter().enumerate() {
         for (c, conns) in CONNECTIONS.iter().enumerate() {
             let cell = o * CONNECTIONS.len() + c;
-            let (theirs_cell, ratio_cell, range_cell) = if let Some(theirs) = &theirs {
-                let ratios = rounds.iter().map(|round| round[0][cell] / round[1][cell]).collect();
-                let (ratio, low, high) = median(ratios);
-                (
-                    format!("{:.0}", theirs[cell]),
-                    format!("{ratio:.1}x"),
-                    format!("{low:.1}-{high:.1}x"),
-                )
-            } else {
-                ("-".to_string(), "-".to_string(), "-".to_string())
-            };
-            println!(
-                "{op:<12} {conns:>11} {:>14.0} {theirs_cell:>14} {ratio_cell:>9} {range_cell:>17}",
-                ours[cell]
-            );
+            print!("{op:<12} {conns:>5}");
+            for rates in &medians {
+                print!(" {:>15.0}", rates[cell]);
+            }
+            println!();
+        }
+    }
+    if ratios.is_empty() {
+        return;
+    }
+    print!("\n{:<12} {:>5}", "operation", "conns");
+    for ratio in ratios {
+        print!(" {:>22}", format!("{}/{}", names[ratio.over], names[ratio.under]));
+    }
+    println!();
+    for (o, op) in OPERATIONS.iter().enumerate() {
+        for (c, conns) in CONNECTIONS.iter().enumerate() {
+            let cell = o * CONNECTIONS.len() + c;
+            print!("{op:<12} {conns:>5}");
+            for ratio in ratios {
+                let each = rounds
+                    .iter()
+                    .map(|round| round[ratio.over][cell] / round[ratio.under][cell])
+                    .collect();
+                let (middle, low, high) = median(each);
+                let shown = if ratio.percent {
+                    format!("{:.0}% [{:.0}-{:.0}]", middle * 100.0, low * 100.0, high * 100.0)
+                } else {
+                    format!("{middle:.1}x [{low:.0}-{high:.0}]")
+                };
+                print!(" {shown:>22}");
+            }
+            println!();
         }
     }
 }
@@ -634,6 +711,204 @@ fn print_floor(sizes: &[usize], floor: &[f64], theirs: Option<&[f64]>) {
     }
 }
 
+/// PostgreSQL's own rate (`pg_floors[round]`, per connection count) and, against our in-memory
+/// store's rate in the same round, the highest postgres/memory ratio a store that takes one
+/// transaction per call could reach here.
+fn print_postgres_floor(rounds: &[Vec<Vec<f64>>], pg_floors: &[[f64; 2]]) {
+    println!(
+        "\nPostgreSQL itself (pgbench, one single-row UPDATE per transaction; the ceiling for postgres):\n{:<12} {:>5} {:>12} {:>28}",
+        "operation", "conns", "tx/s", "ceiling on postgres/memory"
+    );
+    for (c, conns) in CONNECTIONS.iter().enumerate() {
+        let (tx, _, _) = median(pg_floors.iter().map(|floor| floor[c]).collect());
+        for (o, op) in OPERATIONS.iter().enumerate().take(3) {
+            let cell = o * CONNECTIONS.len() + c;
+            let ratios = rounds
+                .iter()
+                .zip(pg_floors)
+                .map(|(round, floor)| floor[c] / round[0][cell])
+                .collect();
+            let (middle, low, high) = median(ratios);
+            println!(
+                "{op:<12} {conns:>5} {tx:>12.0} {:>28}",
+                format!("{:.0}% [{:.0}-{:.0}]", middle * 100.0, low * 100.0, high * 100.0)
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the persistent backends
+
+/// The throwaway PostgreSQL server (started on first use), with the durability settings the
+/// testkit turns off for tests turned back on (unless `no_sync`), so a commit is acknowledged
+/// once it is flushed to disk, as on a production server. A server named by
+/// `AGL_TEST_POSTGRES_URL` is used as it is configured. None, after the testkit's note, where
+/// PostgreSQL is not installed.
+fn postgres(no_sync: bool) -> Option<&'static agl_testkit::postgres::PgServer> {
+    let pg = agl_testkit::postgres::server()?;
+    if pg.dir().is_some() && !no_sync {
+        for sql in [
+            "ALTER SYSTEM SET fsync = on",
+            "ALTER SYSTEM SET synchronous_commit = on",
+            "ALTER SYSTEM SET full_page_writes = on",
+            "SELECT pg_reload_conf()",
+        ] {
+            pg.psql(pg.url(), sql);
+        }
+        // The reload is asynchronous: wait until a new session sees it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pg.psql(pg.url(), "SHOW fsync").trim() != "on" {
+            assert!(Instant::now() < deadline, "PostgreSQL did not turn fsync on");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let settings = pg.psql(
+        pg.url(),
+        "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings \
+         WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'shared_buffers')",
+    );
+    eprintln!("PostgreSQL {}: {}", pg.url(), settings.trim());
+    Some(pg)
+}
+
+/// PostgreSQL's own rate here, the most its store could reach: `pgbench` (libpq, prepared
+/// statements) running transactions of one single-row UPDATE — one statement and one commit,
+/// where each store call takes at least a few statements and one commit — at 1 and 16 clients,
+/// each client on its own row, for `secs` each; None where `pgbench` is not installed.
+fn postgres_floor(pg: &agl_testkit::postgres::PgServer, secs: f64) -> Option<[f64; 2]> {
+    let pgbench = pg.tool("pgbench")?;
+    let url = pg.fresh_database();
+    pg.psql(
+        &url,
+        "CREATE TABLE counters (id int PRIMARY KEY, n bigint NOT NULL); \
+         INSERT INTO counters SELECT id, 0 FROM generate_series(0, 15) AS id",
+    );
+    let scratch = support::Scratch::new("pgbench");
+    let script = scratch.path("update.sql");
+    std::fs::write(&script, "UPDATE counters SET n = n + 1 WHERE id = :client_id;\n")
+        .expect("write the pgbench script");
+    let seconds = secs.ceil().max(1.0).to_string();
+    let rate = |clients: &str| -> f64 {
+        let output = Command::new(&pgbench)
+            .args(["-n", "-M", "prepared", "-c", clients, "-j", "2", "-T", &seconds, "-f"])
+            .arg(&script)
+            .arg(&url)
+            .output()
+            .expect("run pgbench");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "pgbench failed: {text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // "tps = 1234.567890 (without initial connection time)"
+        text.lines()
+            .find_map(|line| line.strip_prefix("tps = ")?.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no tps in pgbench's output: {text}"))
+    };
+    let figures = [rate("1"), rate("16")];
+    eprintln!(
+        "  postgres itself (pgbench, one single-row UPDATE per transaction): {:.0} tx/s at 1 client, {:.0} at 16",
+        figures[0], figures[1]
+    );
+    Some(figures)
+}
+
+/// Stops a server with SIGTERM and waits until it has exited (`agl-host store` checkpoints a
+/// SQLite store as it stops); the process is reaped when `server` is dropped.
+fn stop_gracefully(server: &ServerProcess) {
+    let pid = server.pid();
+    nix::sys::signal::kill(Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM).expect("SIGTERM the server");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Exited: a zombie until reaped (its state, after the command name, is `Z`).
+    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| Some(stat.rsplit_once(')')?.1.trim_start().starts_with('Z')))
+        == Some(false)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "agl-host store did not stop in 60 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes `spans` of the bench's spans, in rollouts of SPANS_PER_QUERIED_ROLLOUT (each with its
+/// attempt), over 4 connections.
+fn write_spans(host: &str, spans: usize) {
+    const WRITERS: usize = 4;
+    let rollouts = spans.div_ceil(SPANS_PER_QUERIED_ROLLOUT);
+    std::thread::scope(|scope| {
+        for writer in 0..WRITERS {
+            scope.spawn(move || {
+                let mut conn = Conn::open(host).expect("connect");
+                for _ in (writer..rollouts).step_by(WRITERS) {
+                    let (rollout_id, attempt_id) = start_rollout(&mut conn);
+                    for n in 0..SPANS_PER_QUERIED_ROLLOUT {
+                        let body = span_body(&rollout_id, &attempt_id, writer, n);
+                        let (status, answer) = conn.request("POST", "/v1/agl/spans", body.as_bytes());
+                        assert_eq!(status, 201, "POST /v1/agl/spans: {}", String::from_utf8_lossy(answer));
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// The size of a store holding `spans` of the bench's spans: a fresh SQLite file after the
+/// server stopped, and (with `pg`) the spans table of a fresh PostgreSQL database.
+fn measure_sizes(binary: &Path, spans: usize, pg: Option<&agl_testkit::postgres::PgServer>) {
+    let spans = spans.div_ceil(SPANS_PER_QUERIED_ROLLOUT) * SPANS_PER_QUERIED_ROLLOUT;
+    let span_json = span_body("ro-0123456789ab", "at-0123456789ab", 0, 0).len();
+    let per_thousand = |bytes: u64| bytes as f64 * 1000.0 / spans as f64 / (1024.0 * 1024.0);
+    println!(
+        "\nstore size with {spans} spans (in rollouts of {SPANS_PER_QUERIED_ROLLOUT}; a span's JSON is about {span_json} bytes):"
+    );
+    let scratch = support::Scratch::new("store-size");
+    let file = scratch.path("store.db");
+    let server = start_agl_host_store(binary, &["--db", &format!("sqlite:{}", file.display())]);
+    write_spans(server.host(), spans);
+    stop_gracefully(&server);
+    drop(server);
+    let size = |path: &Path| std::fs::metadata(path).map_or(0, |m| m.len());
+    let (db, wal) = (size(&file), size(&file.with_extension("db-wal")));
+    println!(
+        "  sqlite    file {:>8.2} MiB (write-ahead log left: {wal} bytes)   {:>6.2} MiB per 1,000 spans",
+        db as f64 / (1024.0 * 1024.0),
+        per_thousand(db + wal)
+    );
+    if let Some(pg) = pg {
+        let url = pg.fresh_database();
+        let server = start_agl_host_store(binary, &["--db", &url]);
+        let empty: u64 = pg
+            .psql(&url, "SELECT pg_database_size(current_database())")
+            .trim()
+            .parse()
+            .expect("a size");
+        write_spans(server.host(), spans);
+        drop(server);
+        let sizes = pg.psql(
+            &url,
+            "SELECT pg_total_relation_size('spans') || ' ' || pg_database_size(current_database())",
+        );
+        let [table, database]: [u64; 2] = sizes
+            .split_whitespace()
+            .map(|n| n.parse().expect("a size"))
+            .collect::<Vec<_>>()
+            .try_into()
+            .expect("two sizes");
+        println!(
+            "  postgres  spans table (with its indexes and TOAST) {:>8.2} MiB   {:>6.2} MiB per 1,000 spans; \
+             the database grew {:.2} MiB ({:.2} MiB per 1,000 spans)",
+            table as f64 / (1024.0 * 1024.0),
+            per_thousand(table),
+            (database - empty) as f64 / (1024.0 * 1024.0),
+            per_thousand(database - empty)
+        );
+    }
+}
+
 /// The value after `flag` on the command line, parsed; None when the flag is absent. A missing or
 /// unparsable value stops the bench with "`flag` takes `what`".
 fn flag_value<T: std::str::FromStr>(args: &[String], flag: &str, what: &str) -> Option<T> {
@@ -647,59 +922,108 @@ fn flag_value<T: std::str::FromStr>(args: &[String], flag: &str, what: &str) -> 
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let ours_only = args.iter().any(|a| a == "--ours-only");
-    let pin = !args.iter().any(|a| a == "--no-pin");
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let quick = has("--quick");
+    let ours_only = has("--ours-only");
+    let pin = !has("--no-pin");
+    // The quick (smoke) run skips PostgreSQL: starting a server takes seconds.
+    let with_postgres = !quick && !has("--no-postgres");
     let secs = flag_value(&args, "--secs", "a number").unwrap_or(if quick { 0.3 } else { 3.0 });
     let rounds: usize = flag_value(&args, "--rounds", "a positive number").unwrap_or(if quick { 1 } else { 3 });
     assert!(rounds > 0, "--rounds takes a positive number");
+    let size_spans: usize =
+        flag_value(&args, "--size-spans", "a number of spans").unwrap_or(if quick { 1_000 } else { 20_000 });
     // One thread serving requests, as theirs has one event loop (`--ours-threads 0`: our default).
     let ours_threads: u16 = flag_value(&args, "--ours-threads", "a number of threads (0: the default)").unwrap_or(1);
-    let python = (!ours_only).then(prepare_venv);
-    let ours = if ours_threads == 0 {
-        ServerProcess::agl_host_store(&[])
-    } else {
-        ServerProcess::agl_host_store(&["--threads", &ours_threads.to_string()])
+    let threads = ours_threads.to_string();
+    // `--agl-host PATH`: measure another build (to compare two builds in pairs of runs).
+    let binary = flag_value::<String>(&args, "--agl-host", "the path of an agl-host binary")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agl-host")), PathBuf::from);
+    let start_ours = |db: &str| {
+        if ours_threads == 0 {
+            start_agl_host_store(&binary, &["--db", db])
+        } else {
+            start_agl_host_store(&binary, &["--db", db, "--threads", &threads])
+        }
     };
+    let python = (!ours_only).then(prepare_venv);
+    let pg = if with_postgres {
+        let pg = postgres(has("--pg-no-sync"));
+        if pg.is_none() {
+            eprintln!("note: PostgreSQL is not installed here: its store is not measured");
+        }
+        pg
+    } else {
+        None
+    };
+
+    let memory = start_ours("memory");
+    let scratch = support::Scratch::new("store-load");
+    let sqlite = start_ours(&format!("sqlite:{}", scratch.path("store.db").display()));
+    let postgres = pg.map(|pg| start_ours(&pg.fresh_database()));
     eprintln!(
-        "agl-host store at {} (threads: {}; {secs} s per phase, {rounds} round(s))",
-        ours.url,
+        "agl-host store (threads: {}; {secs} s per phase, {rounds} round(s)): memory at {}, SQLite at {}{}",
         if ours_threads == 0 {
             "default".to_string()
         } else {
             ours_threads.to_string()
-        }
+        },
+        memory.url,
+        sqlite.url,
+        postgres
+            .as_ref()
+            .map_or(String::new(), |server| format!(", PostgreSQL at {}", server.url))
     );
-    let theirs = match &python {
-        Some(python) => {
-            let theirs = start_theirs(python);
-            eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.url);
-            Some(theirs)
-        }
-        None => None,
-    };
-    let mut targets = vec![Target {
-        name: "ours",
-        process: &ours,
-        queried: rollout_with_spans(ours.host()),
-    }];
-    if let Some(theirs) = &theirs {
-        targets.push(Target {
-            name: "theirs",
-            process: theirs,
-            queried: rollout_with_spans(theirs.host()),
-        });
+    let theirs = python.as_deref().map(|python| {
+        let theirs = start_theirs(python);
+        eprintln!("Agent-lightning 0.3.0 `agl store` at {}", theirs.url);
+        theirs
+    });
+
+    let mut targets = vec![Target::new("memory", &memory), Target::new("sqlite", &sqlite)];
+    if let Some(postgres) = &postgres {
+        targets.push(Target::new("postgres", postgres));
     }
+    let ours = targets.len();
+    if let Some(theirs) = &theirs {
+        targets.push(Target::new("theirs", theirs));
+    }
+    let names: Vec<&str> = targets.iter().map(|target| target.name).collect();
     let mut results = Vec::new();
+    let mut pg_floors = Vec::new();
     for round in 1..=rounds {
         eprintln!("round {round} of {rounds}");
         results.push(run_round(&targets, secs, pin));
+        if postgres.is_some() {
+            pg_floors.extend(pg.and_then(|pg| postgres_floor(pg, secs)));
+        }
     }
-    let sizes = answer_sizes(ours.host(), &targets[0].queried);
+    let sizes = answer_sizes(memory.host(), &targets[0].queried);
     drop(targets);
-    drop((ours, theirs));
+    drop((memory, sqlite, postgres, theirs));
     let floor_figures = run_floor(&sizes, secs, pin);
-    let theirs_medians = (results[0].len() > 1).then(|| median_rates(&results, 1));
-    print_table(&results);
+
+    // Each persistent store against memory; each of ours against theirs.
+    let mut ratios: Vec<Ratio> = (1..ours)
+        .map(|over| Ratio {
+            over,
+            under: 0,
+            percent: true,
+        })
+        .collect();
+    let theirs_index = (names.len() > ours).then_some(ours);
+    if let Some(under) = theirs_index {
+        ratios.extend((0..ours).map(|over| Ratio {
+            over,
+            under,
+            percent: false,
+        }));
+    }
+    print_table(&names, &results, &ratios);
+    let theirs_medians = theirs_index.map(|t| median_rates(&results, t));
     print_floor(&sizes, &floor_figures, theirs_medians.as_deref());
+    if !pg_floors.is_empty() {
+        print_postgres_floor(&results, &pg_floors);
+    }
+    measure_sizes(&binary, size_spans, pg);
 }

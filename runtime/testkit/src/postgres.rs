@@ -122,6 +122,12 @@ impl PgServer {
         self.dir.as_deref()
     }
 
+    /// Another of PostgreSQL's programs (`pgbench`, `pg_test_fsync`), from the folder `psql`
+    /// came from; None where it is not there.
+    pub fn tool(&self, name: &str) -> Option<PathBuf> {
+        Some(self.psql.with_file_name(name)).filter(|path| path.is_file())
+    }
+
     /// Creates a new, empty database and returns its URL,
     /// `postgres://postgres@127.0.0.1:PORT/agl_test_<time>_<pid>_<n>` for a started server.
     /// Panics if the server refuses.
