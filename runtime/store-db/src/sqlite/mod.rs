@@ -18,8 +18,8 @@ use agl_store::transitions;
 use agl_store::{AttemptRef, Clock, LightningStore, RunRecord, StoreBackend, StoreError, StoreOptions, StoreResult};
 use async_trait::async_trait;
 use rusqlite::Connection;
-use std::path::{Path, PathBuf};
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, Weak, mpsc};
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
@@ -80,7 +80,8 @@ impl SqliteLightningStore {
         conn.set_prepared_statement_cache_capacity(128);
         // Fold the write-ahead log into the file every 4,000 pages (16 MiB) rather than 1,000:
         // each fold syncs both files, and pages written again meanwhile are copied once.
-        conn.pragma_update(None, "wal_autocheckpoint", 4000).map_err(open_error)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 4000)
+            .map_err(open_error)?;
         schema::migrate(&mut conn, &place)?;
 
         let (sender, receiver) = mpsc::channel::<Message>();
@@ -94,9 +95,7 @@ impl SqliteLightningStore {
         let waiters = Arc::clone(&inner.waiters);
         std::thread::Builder::new()
             .name("agl-sqlite-writer".into())
-            .spawn(move || {
-                writer::run(conn, receiver, |finished| waiters.heard(&finished))
-            })
+            .spawn(move || writer::run(conn, receiver, |finished| waiters.heard(&finished)))
             .map_err(|e| DbError::Other {
                 place,
                 reason: format!("cannot start its writer thread: {e}"),
