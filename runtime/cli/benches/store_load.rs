@@ -112,34 +112,6 @@ fn start_theirs(python: &Path) -> ServerProcess {
     }
 }
 
-/// `BINARY store --port 0 ARGS...`; returns once it printed the address it listens on (its
-/// stderr is then passed through).
-fn start_agl_host_store(binary: &Path, args: &[&str]) -> ServerProcess {
-    let mut child = Command::new(binary)
-        .args(["store", "--port", "0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
-            let status = child.wait().expect("wait for agl-host");
-            panic!("agl-host store {args:?} exited ({status}) before it listened");
-        }
-        if let Some(rest) = line.trim().strip_prefix("agl-host store: listening on ") {
-            break rest.split_whitespace().next().expect("a URL").to_string();
-        }
-        eprint!("{line}");
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
-    ServerProcess::adopt(child, url)
-}
-
 // ------------------------------------------------------------------ request bodies
 
 fn enqueue_body() -> String {
@@ -867,7 +839,7 @@ fn measure_sizes(binary: &Path, spans: usize, pg: Option<&agl_testkit::postgres:
     );
     let scratch = support::Scratch::new("store-size");
     let file = scratch.path("store.db");
-    let server = start_agl_host_store(binary, &["--db", &format!("sqlite:{}", file.display())]);
+    let server = ServerProcess::store_of(binary, &["--db", &format!("sqlite:{}", file.display())]);
     write_spans(server.host(), spans);
     stop_gracefully(&server);
     drop(server);
@@ -880,7 +852,7 @@ fn measure_sizes(binary: &Path, spans: usize, pg: Option<&agl_testkit::postgres:
     );
     if let Some(pg) = pg {
         let url = pg.fresh_database();
-        let server = start_agl_host_store(binary, &["--db", &url]);
+        let server = ServerProcess::store_of(binary, &["--db", &url]);
         let empty: u64 = pg
             .psql(&url, "SELECT pg_database_size(current_database())")
             .trim()
@@ -941,9 +913,9 @@ fn main() {
         .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agl-host")), PathBuf::from);
     let start_ours = |db: &str| {
         if ours_threads == 0 {
-            start_agl_host_store(&binary, &["--db", db])
+            ServerProcess::store_of(&binary, &["--db", db])
         } else {
-            start_agl_host_store(&binary, &["--db", db, "--threads", &threads])
+            ServerProcess::store_of(&binary, &["--db", db, "--threads", &threads])
         }
     };
     let python = (!ours_only).then(prepare_venv);

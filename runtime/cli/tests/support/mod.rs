@@ -70,14 +70,20 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// `agl-host store --port 0 ARGS...` (this package's binary); returns once it printed its URL.
     pub fn agl_host_store(args: &[&str]) -> ServerProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        Self::store_of(std::path::Path::new(env!("CARGO_BIN_EXE_agl-host")), args)
+    }
+
+    /// `BINARY store --port 0 ARGS...` (another build of agl-host); returns once it printed its
+    /// URL.
+    pub fn store_of(binary: &std::path::Path, args: &[&str]) -> ServerProcess {
+        let mut child = Command::new(binary)
             .args(["store", "--port", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("agl-host store starts");
+            .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
         let stderr = child.stderr.take().expect("piped stderr");
         let log = Arc::new(Mutex::new(String::new()));
         // From here on the child is killed and reaped on drop, whatever happens.
