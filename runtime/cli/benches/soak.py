@@ -42,6 +42,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from hostile_rss import build_probe  # the probe guest, built as the other bench script builds it
+
 REPO = Path(__file__).resolve().parents[3]
 # The probe imports the LLM interface, so runners need a backend; `noop` never calls it.
 RULES = REPO / "examples/math-agent/rules.json"
@@ -78,14 +80,6 @@ def store_bytes(db: Path) -> int:
         except OSError:
             pass
     return total
-
-
-def build_probe() -> Path:
-    out = subprocess.run(
-        ["cargo", "run", "-q", "-p", "agl-guest-build", "--", "tests/guests/probe"],
-        cwd=REPO, check=True, capture_output=True, text=True,
-    ).stdout.strip().splitlines()
-    return Path(out[-1])
 
 
 def start_store(agl_host: Path, db: Path, log) -> tuple[subprocess.Popen, str]:
