@@ -3,7 +3,10 @@
 //! (`verbatim_doc_comment`, `term_width = 0`), so that an example command stays on one line and
 //! can be pasted.
 
-use clap::{Args, Parser, Subcommand};
+use agl_wasm::SandboxOptions;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 const EXIT_CODES: &str = "\
@@ -278,7 +281,7 @@ pub struct RunnerArgs {
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
-    pub sandbox: AgentSandboxArgs,
+    pub sandbox: SandboxOptions,
 }
 
 #[derive(Debug, Args)]
@@ -372,8 +375,12 @@ pub struct CommonArgs {
     pub unresponsive_after: Option<String>,
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// The agent's sandbox, on top of its manifest (limits replace, grants add up).
     #[command(flatten)]
-    pub sandbox: AgentSandboxArgs,
+    pub sandbox: SandboxOptions,
+    /// The LLM and sandbox flags as given, for runner processes (`Cli::try_parse_keeping_flags`).
+    #[arg(skip)]
+    pub passed_on: Vec<OsString>,
 }
 
 /// Where LLM calls go (agents' and the algorithm's). Without either flag, a component that uses
@@ -394,128 +401,56 @@ pub struct LlmArgs {
     pub llm_script: Option<PathBuf>,
 }
 
-/// The agent's sandbox, on top of its manifest (grants add up, limits replace).
-#[derive(Debug, Args)]
-pub struct AgentSandboxArgs {
-    /// Memory limit per agent instance, e.g. 256MiB.
-    #[arg(long, value_name = "SIZE")]
-    pub agent_memory: Option<String>,
-    /// Wall-clock deadline per attempt, e.g. 300s, 2m.
-    #[arg(long, value_name = "DURATION")]
-    pub agent_timeout: Option<String>,
-    /// Instruction budget per attempt (fuel).
-    #[arg(long, value_name = "N")]
-    pub agent_fuel: Option<u64>,
-    /// Grant a directory: HOST[::GUEST][:ro|:rw] (read-only unless :rw). Repeatable.
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Vec<String>,
-    /// Grant an environment variable: NAME=VALUE, or NAME to pass the host's. Repeatable.
-    #[arg(long, value_name = "NAME[=VALUE]")]
-    pub agent_env: Vec<String>,
-    /// Allow a model besides the default one. Repeatable.
-    #[arg(long, value_name = "MODEL")]
-    pub agent_model: Vec<String>,
-    /// LLM calls allowed per attempt.
-    #[arg(long, value_name = "N")]
-    pub agent_llm_calls: Option<u32>,
-    /// LLM tokens (input + output) allowed per attempt.
-    #[arg(long, value_name = "N")]
-    pub agent_llm_tokens: Option<u64>,
-    /// Timeout of one LLM call, e.g. 120s.
-    #[arg(long, value_name = "DURATION")]
-    pub llm_timeout: Option<String>,
-    /// Largest LLM request (bytes of its messages), e.g. 4MiB; a larger one is refused, not sent.
-    #[arg(long, value_name = "SIZE")]
-    pub agent_llm_max_request: Option<String>,
-    /// Largest `max_tokens` one LLM request may ask for.
-    #[arg(long, value_name = "N")]
-    pub agent_llm_max_output_tokens: Option<u32>,
-    /// Most tools one LLM request may offer.
-    #[arg(long, value_name = "N")]
-    pub agent_llm_max_tools: Option<u32>,
-    /// Largest tool list of one LLM request (bytes of names, descriptions and schemas), e.g. 1MiB.
-    #[arg(long, value_name = "SIZE")]
-    pub agent_llm_max_tools_size: Option<String>,
-    /// Spans one attempt may record (host calls: logs, messages, LLM calls...); past it they are
-    /// counted and summarised by one `agl.spans.dropped` span. The final reward is always kept.
-    #[arg(long, value_name = "N")]
-    pub agent_max_spans: Option<u32>,
-    /// Bytes of span content one attempt may make the host hold, e.g. 32MiB.
-    #[arg(long, value_name = "SIZE")]
-    pub agent_max_span_bytes: Option<String>,
-    /// Longest text kept in one span attribute (a log line, a message, a prompt), e.g. 64KiB.
-    #[arg(long, value_name = "SIZE")]
-    pub agent_max_attribute_bytes: Option<String>,
-    /// Give the agent the real clocks instead of virtual, per-attempt ones.
-    #[arg(long)]
-    pub agent_real_clock: bool,
-}
-
 impl LlmArgs {
     /// Whether an LLM (scripted or an endpoint) was given.
     pub fn is_configured(&self) -> bool {
         self.llm_script.is_some() || self.llm_endpoint.is_some()
     }
+}
 
-    /// These flags again, for a runner process.
-    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
-        let mut args: Vec<std::ffi::OsString> = Vec::new();
-        if let Some(script) = &self.llm_script {
-            args.extend(["--llm-script".into(), script.clone().into_os_string()]);
+impl Cli {
+    /// Parses a command line as `Cli::try_parse_from` does, and keeps the LLM and sandbox flags
+    /// of `run` and `dev` as given ([`CommonArgs::passed_on`]) for their runner processes.
+    pub fn try_parse_keeping_flags<I, T>(argv: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let matches = Self::command().try_get_matches_from(argv)?;
+        let mut cli = Self::from_arg_matches(&matches).map_err(|e| e.format(&mut Self::command()))?;
+        if let (Command::Run(RunArgs { common, .. }) | Command::Dev(DevArgs { common, .. }), Some((_, given))) =
+            (&mut cli.command, matches.subcommand())
+        {
+            common.passed_on = flags_given::<LlmArgs>(given);
+            common.passed_on.extend(flags_given::<SandboxOptions>(given));
         }
-        if let Some(endpoint) = &self.llm_endpoint {
-            args.extend(["--llm-endpoint".into(), endpoint.into()]);
-        }
-        if let Some(model) = &self.llm_model {
-            args.extend(["--llm-model".into(), model.into()]);
-        }
-        args.extend(["--llm-api-key-env".into(), self.llm_api_key_env.clone().into()]);
-        args
+        Ok(cli)
     }
 }
 
-impl AgentSandboxArgs {
-    /// These flags again, for a runner process.
-    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
-        let mut args: Vec<std::ffi::OsString> = Vec::new();
-        let mut push = |flag: &str, value: String| args.extend([flag.into(), value.into()]);
-        let optional = [
-            ("--agent-memory", self.agent_memory.clone()),
-            ("--agent-timeout", self.agent_timeout.clone()),
-            ("--agent-fuel", self.agent_fuel.map(|f| f.to_string())),
-            ("--agent-llm-calls", self.agent_llm_calls.map(|c| c.to_string())),
-            ("--agent-llm-tokens", self.agent_llm_tokens.map(|t| t.to_string())),
-            ("--llm-timeout", self.llm_timeout.clone()),
-            ("--agent-llm-max-request", self.agent_llm_max_request.clone()),
-            (
-                "--agent-llm-max-output-tokens",
-                self.agent_llm_max_output_tokens.map(|t| t.to_string()),
-            ),
-            ("--agent-llm-max-tools", self.agent_llm_max_tools.map(|t| t.to_string())),
-            ("--agent-llm-max-tools-size", self.agent_llm_max_tools_size.clone()),
-            ("--agent-max-spans", self.agent_max_spans.map(|n| n.to_string())),
-            ("--agent-max-span-bytes", self.agent_max_span_bytes.clone()),
-            ("--agent-max-attribute-bytes", self.agent_max_attribute_bytes.clone()),
-        ];
-        for (flag, value) in optional {
-            if let Some(value) = value {
-                push(flag, value);
-            }
+/// The flags of the group `A` that `matches` got from the command line, again, as they were
+/// written (`--agent-env NAME` stays a name: the runner reads its own environment). Generic over
+/// the group's declaration, so a flag added there is passed on with no code here.
+fn flags_given<A: Args>(matches: &ArgMatches) -> Vec<OsString> {
+    let mut group = A::augment_args(clap::Command::new("group"));
+    group.build();
+    let mut flags = Vec::new();
+    for arg in group.get_arguments() {
+        let (id, Some(long)) = (arg.get_id().as_str(), arg.get_long()) else {
+            continue;
+        };
+        if matches.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
         }
-        for dir in &self.agent_dir {
-            push("--agent-dir", dir.clone());
+        if arg.get_num_args().is_some_and(|n| !n.takes_values()) {
+            flags.push(format!("--{long}").into());
+            continue;
         }
-        for env in &self.agent_env {
-            push("--agent-env", env.clone());
+        for value in matches.get_raw(id).into_iter().flatten() {
+            flags.extend([format!("--{long}").into(), value.to_owned()]);
         }
-        for model in &self.agent_model {
-            push("--agent-model", model.clone());
-        }
-        if self.agent_real_clock {
-            args.push("--agent-real-clock".into());
-        }
-        args
     }
+    flags
 }
 
 #[cfg(test)]
@@ -554,12 +489,14 @@ mod tests {
         };
         assert_eq!(run.agent.as_deref(), Some(std::path::Path::new("a.wasm")));
         assert_eq!(run.common.runners, 2);
-        assert_eq!(run.common.sandbox.agent_dir, ["/tmp"]);
+        assert_eq!(run.common.sandbox.grants.dir.len(), 1);
     }
 
     #[test]
     fn runner_processes_get_the_same_llm_and_sandbox_flags() {
-        let cli = Cli::try_parse_from([
+        let tmp = std::env::temp_dir();
+        let dir = format!("{}::/data:rw", tmp.display());
+        let cli = Cli::try_parse_keeping_flags([
             "agl-host",
             "run",
             "--agent",
@@ -572,11 +509,21 @@ mod tests {
             "r.json",
             "--agent-timeout",
             "5s",
+            "--agent-memory",
+            "64MiB",
+            "--agent-output-capture",
+            "1KiB",
             "--agent-dir",
-            "/tmp::/data:rw",
+            &dir,
             "--agent-env",
             "A=1",
+            "--agent-env",
+            "B=2",
             "--agent-real-clock",
+            "--agent-model",
+            "m",
+            "--llm-timeout",
+            "30s",
             "--agent-llm-max-request",
             "8MiB",
             "--agent-llm-max-output-tokens",
@@ -596,41 +543,50 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("expected run");
         };
-        let mut args = vec![
-            "agl-host".into(),
-            "runner".into(),
-            "--store".into(),
-            "http://x".into(),
-            "--agent".into(),
-            "a.wasm".into(),
-        ];
-        args.extend(run.common.llm.to_args());
-        args.extend(run.common.sandbox.to_args());
-        let parsed = Cli::try_parse_from(args).expect("the runner accepts them");
+        let mut args: Vec<OsString> = ["agl-host", "runner", "--store", "http://x", "--agent", "a.wasm"]
+            .map(OsString::from)
+            .to_vec();
+        args.extend(run.common.passed_on.iter().cloned());
+        let parsed = Cli::try_parse_from(&args).expect("the runner accepts them");
         let Command::Runner(runner) = parsed.command else {
             panic!("expected runner");
         };
         assert_eq!(runner.llm.llm_script, run.common.llm.llm_script);
-        assert_eq!(runner.sandbox.agent_timeout.as_deref(), Some("5s"));
-        assert_eq!(runner.sandbox.agent_dir, ["/tmp::/data:rw"]);
-        assert_eq!(runner.sandbox.agent_env, ["A=1"]);
-        assert!(runner.sandbox.agent_real_clock);
-        let limits = (
-            runner.sandbox.agent_llm_max_request.as_deref(),
-            runner.sandbox.agent_llm_max_output_tokens,
-            runner.sandbox.agent_llm_max_tools,
-            runner.sandbox.agent_llm_max_tools_size.as_deref(),
-        );
-        assert_eq!(limits, (Some("8MiB"), Some(4096), Some(16), Some("64KiB")));
-        let spans = (
-            runner.sandbox.agent_max_spans,
-            runner.sandbox.agent_max_span_bytes.as_deref(),
-            runner.sandbox.agent_max_attribute_bytes.as_deref(),
-        );
         assert_eq!(
-            spans,
-            (Some(500), Some("4MiB"), Some("8KiB")),
-            "span budgets reach the runners"
+            runner.sandbox, run.common.sandbox,
+            "every sandbox flag reaches the runners"
+        );
+        assert_eq!(runner.sandbox.grants.env.len(), 2);
+        assert_eq!(runner.sandbox.clock.real_clock, Some(true));
+    }
+
+    #[test]
+    fn unset_flags_are_not_passed_on() {
+        let cli = Cli::try_parse_keeping_flags(["agl-host", "dev", "--agent", "a.wasm", "--train", "t.jsonl"])
+            .expect("parses");
+        let Command::Dev(dev) = cli.command else {
+            panic!("expected dev");
+        };
+        assert!(dev.common.passed_on.is_empty(), "{:?}", dev.common.passed_on);
+        assert_eq!(dev.common.sandbox, SandboxOptions::default());
+    }
+
+    #[test]
+    fn a_bad_sandbox_value_names_its_flag() {
+        let bad = [
+            "agl-host",
+            "dev",
+            "--agent",
+            "a.wasm",
+            "--train",
+            "t.jsonl",
+            "--agent-memory",
+            "lots",
+        ];
+        let error = Cli::try_parse_keeping_flags(bad).expect_err("refused").to_string();
+        assert!(
+            error.contains("--agent-memory") && error.contains("invalid size 'lots'"),
+            "{error}"
         );
     }
 

@@ -8,7 +8,7 @@ use crate::args::LlmArgs;
 use crate::inputs::{ComponentSource, InputError};
 use crate::output::stderr_line;
 use agl_wasm::pool::ComponentShape;
-use agl_wasm::{AgentComponent, AlgorithmComponent, EngineOptions, Loaded, PolicyOverrides, SandboxPolicy, WasmHost};
+use agl_wasm::{AgentComponent, AlgorithmComponent, EngineOptions, Loaded, SandboxOptions, SandboxPolicy, WasmHost};
 use anyhow::Context;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -124,10 +124,10 @@ pub fn engine(fuel: bool, instances: u32, shape: ComponentShape) -> anyhow::Resu
 }
 
 /// Builds the agent (if a folder) and sets its sandbox: its manifest, then the flags.
-pub fn plan_agent(source: &ComponentSource, overrides: &PolicyOverrides) -> anyhow::Result<AgentPlan> {
+pub fn plan_agent(source: &ComponentSource, flags: &SandboxOptions) -> anyhow::Result<AgentPlan> {
     let path = component_file(source, "agent")?;
     let mut policy = SandboxPolicy::for_component(&path).map_err(|e| InputError(e.to_string()))?;
-    policy.apply_overrides(overrides.clone());
+    policy.apply(flags.clone());
     let (bytes, shape) = read_component(&path)?;
     Ok(AgentPlan {
         path,
@@ -146,7 +146,7 @@ pub fn load_agent(host: &WasmHost, plan: &AgentPlan) -> anyhow::Result<AgentComp
 
 /// Finds (builds, if a folder) an algorithm and sets its sandbox; it shares the agent's LLM
 /// timeout flag.
-pub fn plan_algorithm(source: &ComponentSource, overrides: &PolicyOverrides) -> anyhow::Result<AlgorithmPlan> {
+pub fn plan_algorithm(source: &ComponentSource, flags: &SandboxOptions) -> anyhow::Result<AlgorithmPlan> {
     let (name, bytes, mut policy) = match source {
         ComponentSource::Builtin(algorithm) => (
             algorithm.name.to_owned(),
@@ -160,9 +160,7 @@ pub fn plan_algorithm(source: &ComponentSource, overrides: &PolicyOverrides) -> 
             (file_name(&path), Cow::Owned(bytes), policy)
         }
     };
-    if let Some(timeout) = overrides.llm_timeout {
-        policy.llm_timeout = timeout;
-    }
+    policy.apply(flags.shared_with_algorithm());
     let shape = ComponentShape::of(&bytes, &name).map_err(|e| InputError(e.to_string()))?;
     Ok(AlgorithmPlan {
         name,

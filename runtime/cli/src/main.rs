@@ -19,7 +19,6 @@ mod resume;
 mod run;
 mod runner_cmd;
 mod runs_cmd;
-mod sandbox;
 mod show_cmd;
 mod signals;
 mod span_tree;
@@ -27,7 +26,6 @@ mod store_cmd;
 mod table;
 
 use args::{Cli, Command, StoreArgs};
-use clap::Parser;
 use inputs::InputError;
 use output::stderr_line;
 use run::Target;
@@ -76,8 +74,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match resume::rewrite_command_line(&argv) {
-        Ok(Some(rewritten)) => Cli::parse_from(rewritten),
-        Ok(None) => Cli::parse_from(argv),
+        Ok(Some(rewritten)) => Cli::try_parse_keeping_flags(rewritten).unwrap_or_else(|e| e.exit()),
+        Ok(None) => Cli::try_parse_keeping_flags(argv).unwrap_or_else(|e| e.exit()),
         Err(error) => {
             stderr_line(&format!("agl-host: {error:#}"));
             return if error.downcast_ref::<InputError>().is_some()

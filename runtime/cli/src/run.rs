@@ -93,13 +93,14 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     };
 
     // Build (guest folders) and load the components.
-    let overrides = crate::sandbox::overrides(&common.sandbox)?;
     let agent_plan = agent_source
         .as_ref()
-        .map(|source| components::plan_agent(source, &overrides))
+        .map(|source| components::plan_agent(source, &common.sandbox))
         .transpose()?;
-    let algorithm_plan = components::plan_algorithm(&algo_source, &overrides)?;
-    let fuel = agent_plan.as_ref().is_some_and(|plan| plan.policy.fuel.is_some());
+    let algorithm_plan = components::plan_algorithm(&algo_source, &common.sandbox)?;
+    let fuel = agent_plan
+        .as_ref()
+        .is_some_and(|plan| plan.policy.limits.fuel.is_some());
     // The pool is sized for the larger of the two components, per instance.
     let shape = agent_plan
         .as_ref()
@@ -313,8 +314,7 @@ fn runner_process_args(common: &CommonArgs, agent_path: &Path, unresponsive_afte
         "--unresponsive-after".into(),
         unresponsive_after.into(),
     ];
-    args.extend(common.llm.to_args());
-    args.extend(common.sandbox.to_args());
+    args.extend(common.passed_on.iter().cloned());
     args
 }
 

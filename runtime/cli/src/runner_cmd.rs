@@ -10,7 +10,6 @@ use crate::inputs::{self, InputError};
 use crate::llm;
 use crate::output::stderr_line;
 use crate::remote;
-use crate::sandbox;
 use crate::signals::{self, Interrupts};
 use agl_runner::{ExecutionStrategy, Hook, HookContext, InProcessRunners, RunnerOptions, Shutdown};
 use agl_store::AttemptStatus;
@@ -72,8 +71,12 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
     let llm = llm::backend(&args.llm)?;
     let source = inputs::agent_source(&args.agent)?;
     let client = remote::connect(&args.store, args.token.clone()).await?;
-    let plan = components::plan_agent(&source, &sandbox::overrides(&args.sandbox)?)?;
-    let host = components::engine(plan.policy.fuel.is_some(), u32::from(args.runners) + 4, plan.shape)?;
+    let plan = components::plan_agent(&source, &args.sandbox)?;
+    let host = components::engine(
+        plan.policy.limits.fuel.is_some(),
+        u32::from(args.runners) + 4,
+        plan.shape,
+    )?;
     let agent = components::load_agent(&host, &plan)?;
     components::require_llm(&agent, "agent", &args.llm)?;
     let interrupts = Interrupts::register()?;

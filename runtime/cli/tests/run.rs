@@ -354,7 +354,7 @@ fn bad_inputs_give_one_clear_line_and_exit_code_2() {
                 .flag("--agent", &probe)
                 .flag("--train", &val)
                 .flag("--agent-memory", "lots"),
-            "--agent-memory: invalid size 'lots'",
+            "invalid value 'lots' for '--agent-memory <SIZE>': invalid size 'lots'",
         ),
     ];
     for (cli, expected) in cases {

@@ -38,8 +38,8 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(grant) = parse_dir_grant(value) {
             assert!(!grant.guest_path.is_empty(), "empty guest path from {value:?}");
         }
-        if let Ok((name, _)) = parse_env_grant(value, |name| (name.len() % 2 == 0).then(|| "x".to_owned())) {
-            assert!(!name.is_empty(), "empty env name from {value:?}");
+        if let Ok(grant) = parse_env_grant(value, |name| (name.len() % 2 == 0).then(|| "x".to_owned())) {
+            assert!(!grant.name.is_empty(), "empty env name from {value:?}");
         }
     }
 });

@@ -8,14 +8,12 @@ use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
 use crate::clocks::attempt_seed;
 use crate::failure::{Failure, MAX_REASON_BYTES, one_line};
-use crate::imports::llm::LlmGate;
 use crate::imports::reward::{final_reward, invalid_reward, record_final_reward};
 use crate::loaded::Loaded;
-use crate::memory::MeteredLimits;
 use crate::output::CapturedOutput;
-use crate::sandbox::attempt_wasi;
+use crate::sandbox::{InstanceContext, Sandbox, new_store};
 use crate::spans::{SpanRecorder, names};
-use crate::state::{HostState, clip};
+use crate::state::{AttemptState, HostState, InstanceState, clip};
 use agl_llm::LlmBackend;
 use agl_store::{Attempt, AttemptStatus, ResourcesUpdate, Rollout};
 use opentelemetry::KeyValue;
@@ -134,15 +132,19 @@ impl AgentComponent {
             KeyValue::new(names::AGENT, self.name.clone()),
             KeyValue::new(names::ATTEMPT_SEQUENCE_ID, i64::from(attempt.sequence_id)),
             KeyValue::new(names::RANDOM_SEED, seed.to_string()),
-            KeyValue::new(names::CLOCK, if self.policy.real_clock { "real" } else { "virtual" }),
+            KeyValue::new(names::CLOCK, if self.policy.clock.real { "real" } else { "virtual" }),
             KeyValue::new(names::CLOCK_START, attempt.start_time),
         ]);
         if let Some(observer) = request.trace_observer {
             observer.trace_started(rollout, attempt);
         }
-        let start = Duration::try_from_secs_f64(attempt.start_time).unwrap_or_default();
-        let wasi = match attempt_wasi(&self.policy, start, seed) {
-            Ok(wasi) => wasi,
+        let instance = InstanceContext {
+            start: Duration::try_from_secs_f64(attempt.start_time).unwrap_or_default(),
+            seed,
+            llm: request.llm,
+        };
+        let sandbox = match Sandbox::prepare(&self.policy, &instance) {
+            Ok(sandbox) => sandbox,
             Err(e) => {
                 trace.set_outcome(Status::error(e.to_string()));
                 if let Some(observer) = request.trace_observer {
@@ -161,13 +163,9 @@ impl AgentComponent {
                 );
             }
         };
-        let limits = MeteredLimits::new(self.policy.memory_bytes);
-        let llm = LlmGate::new(request.llm, &self.policy);
-        let state = HostState::new(wasi.ctx, limits, trace, llm, request.resources);
-        let mut store = Store::new(self.pre.engine(), state);
-        store.limiter(|state| &mut state.limits);
-        crate::deadline::arm(&mut store, self.policy.deadline);
-        let fuel_error = self.policy.fuel.and_then(|fuel| store.set_fuel(fuel).err());
+        let (stdout_pipe, stderr_pipe) = (sandbox.wasi.stdout.clone(), sandbox.wasi.stderr.clone());
+        let world = AttemptState::new(trace, request.resources);
+        let (mut store, attached) = new_store(self.pre.engine(), &self.policy, sandbox, world);
 
         let ctx = RolloutContext {
             rollout_id: rollout.rollout_id.clone(),
@@ -177,30 +175,32 @@ impl AgentComponent {
             resources_id: rollout.resources_id.clone(),
         };
         let task_json = rollout.input.to_string();
-        let limit = self.policy.deadline + self.policy.llm_timeout + HOST_CALL_GRACE;
-        let result: Result<Option<f64>, Failure> = match fuel_error {
-            Some(e) => Err(plain_failure(format!("cannot set the fuel budget: {e}"))),
-            None => match tokio::time::timeout(limit, self.instantiate_and_call(&mut store, &ctx, &task_json)).await {
-                Err(_) => Err(plain_failure(format!(
-                    "deadline of {:?} exceeded while the agent waited in a host call",
-                    self.policy.deadline
-                ))),
-                Ok(Err(trap)) => Err(self.describe_trap("agent", &trap, &wasi.stderr.peek())),
-                Ok(Ok(Err(reason))) => Err(plain_failure(format!(
-                    "agent error: {}",
-                    clip(&reason, MAX_REASON_BYTES)
-                ))),
-                Ok(Ok(Ok(Some(reward)))) => match invalid_reward(reward) {
-                    Some(why) => Err(plain_failure(format!("the agent returned a bad reward: {why}"))),
-                    None => Ok(Some(reward)),
-                },
-                Ok(Ok(Ok(None))) => Ok(None),
-            },
+        let limit = self.policy.limits.deadline + self.policy.llm.timeout + HOST_CALL_GRACE;
+        let result: Result<Option<f64>, Failure> = match attached {
+            Err(e) => Err(plain_failure(format!("{e:#}"))),
+            Ok(()) => {
+                match tokio::time::timeout(limit, self.instantiate_and_call(&mut store, &ctx, &task_json)).await {
+                    Err(_) => Err(plain_failure(format!(
+                        "deadline of {:?} exceeded while the agent waited in a host call",
+                        self.policy.limits.deadline
+                    ))),
+                    Ok(Err(trap)) => Err(self.describe_trap("agent", &trap, &stderr_pipe.peek())),
+                    Ok(Ok(Err(reason))) => Err(plain_failure(format!(
+                        "agent error: {}",
+                        clip(&reason, MAX_REASON_BYTES)
+                    ))),
+                    Ok(Ok(Ok(Some(reward)))) => match invalid_reward(reward) {
+                        Some(why) => Err(plain_failure(format!("the agent returned a bad reward: {why}"))),
+                        None => Ok(Some(reward)),
+                    },
+                    Ok(Ok(Ok(None))) => Ok(None),
+                }
+            }
         };
 
         let mut state = store.into_data();
-        let stdout = wasi.stdout.take();
-        let stderr = wasi.stderr.take();
+        let stdout = stdout_pipe.take();
+        let stderr = stderr_pipe.take();
         for (name, output) in [(names::STDOUT, &stdout), (names::STDERR, &stderr)] {
             if !output.text.is_empty() || output.dropped_bytes > 0 {
                 let attributes = vec![
@@ -210,12 +210,12 @@ impl AgentComponent {
                         i64::try_from(output.dropped_bytes).unwrap_or(i64::MAX),
                     ),
                 ];
-                state.trace.instant_always(name, attributes, Status::Unset);
+                state.world.trace.instant_always(name, attributes, Status::Unset);
             }
         }
         let reward = match &result {
             Ok(returned) => {
-                let reward = final_reward(*returned, &state.rewards);
+                let reward = final_reward(*returned, &state.world.rewards);
                 if let Some(value) = reward {
                     record_final_reward(&mut state, *returned, value);
                 }
@@ -223,7 +223,10 @@ impl AgentComponent {
             }
             Err(_) => None,
         };
-        let HostState { trace, llm, limits, .. } = state;
+        let InstanceState {
+            sandbox: Sandbox { llm, limits, .. },
+            world: AttemptState { trace, .. },
+        } = state;
         let memory_bytes = limits.granted_bytes();
         trace.annotate_root(vec![
             KeyValue::new(names::LLM_CALLS, i64::from(llm.calls)),

@@ -1,7 +1,8 @@
 //! The process's one wasmtime `Engine` for agents and algorithms: component model, async calls, epoch
 //! interruption driven by a ticker thread, the pooling allocator (falling back to on-demand
 //! allocation when the address-space reservation fails), optional fuel, and the compile cache.
-//! Loading a component compiles it once and links it once (`InstancePre`).
+//! Loading a component compiles it once and links it once (`InstancePre`). Each world's linker
+//! holds every sandbox capability's imports (`sandbox::link`) and the world's `agl:agent` ones.
 
 use crate::agent::AgentComponent;
 use crate::algorithm::bindings::AlgorithmPre;
@@ -142,13 +143,13 @@ impl WasmHost {
         };
         spawn_epoch_ticker(&engine, options.epoch_tick);
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::sandbox::link(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
         crate::bindings::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(e.to_string()))?;
         crate::v0_1::agent::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(e.to_string()))?;
         let mut algorithm_linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut algorithm_linker).map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::sandbox::link(&mut algorithm_linker).map_err(|e| HostError::Engine(e.to_string()))?;
         crate::algorithm::bindings::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
             .map_err(|e| HostError::Engine(e.to_string()))?;
         crate::v0_1::algorithm::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
@@ -251,14 +252,14 @@ impl WasmHost {
         name: &str,
         policy: &SandboxPolicy,
     ) -> Result<(Component, Compiled, Duration), HostError> {
-        if policy.memory_bytes > self.options.max_memory_bytes {
+        if policy.limits.memory_bytes > self.options.max_memory_bytes {
             return Err(HostError::Engine(format!(
                 "{name}: its policy allows {} MiB of memory but the engine's limit is {} MiB",
-                policy.memory_bytes >> 20,
+                policy.limits.memory_bytes >> 20,
                 self.options.max_memory_bytes >> 20
             )));
         }
-        if policy.fuel.is_some() && !self.options.fuel {
+        if policy.limits.fuel.is_some() && !self.options.fuel {
             return Err(HostError::Engine(format!(
                 "{name}: its policy sets fuel but the engine was built without fuel"
             )));

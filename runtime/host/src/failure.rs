@@ -27,18 +27,18 @@ pub struct Failure {
 /// Why the guest (`role`: "agent" or "algorithm") stopped with `error`, in words.
 pub fn describe_trap(role: &str, policy: &SandboxPolicy, error: &wasmtime::Error, stderr: &CapturedOutput) -> Failure {
     let what = match error.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.deadline),
+        Some(Trap::Interrupt) => format!("deadline of {:?} exceeded", policy.limits.deadline),
         Some(Trap::StackOverflow) => "stack overflow (call stack exhausted, e.g. by deep recursion)".to_owned(),
         Some(Trap::MemoryOutOfBounds) => {
             format!("out-of-bounds memory access (e.g. the {role}'s own stack overflowed by deep recursion)")
         }
-        Some(Trap::OutOfFuel) => format!("fuel budget of {} exhausted", policy.fuel.unwrap_or_default()),
+        Some(Trap::OutOfFuel) => format!("fuel budget of {} exhausted", policy.limits.fuel.unwrap_or_default()),
         Some(Trap::UnreachableCodeReached) => format!("the {role} panicked (wasm `unreachable` executed)"),
         Some(trap) => format!("trap: {trap}"),
         None => {
             let cause = error_chain(error);
             if cause.contains("forcing trap when growing memory") {
-                format!("memory limit of {} MiB exceeded", policy.memory_bytes >> 20)
+                format!("memory limit of {} MiB exceeded", policy.limits.memory_bytes >> 20)
             } else if cause.is_empty() {
                 format!("the {role} trapped (no reason given)")
             } else {

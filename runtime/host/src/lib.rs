@@ -2,7 +2,9 @@
 //!
 //! - [`WasmHost`] owns the one wasmtime engine (pooling, epoch deadlines, compile cache) and
 //!   loads components once ([`AgentComponent`], an `InstancePre`).
-//! - [`SandboxPolicy`] says what an agent may do; deny by default.
+//! - [`SandboxPolicy`] says what an agent may do; deny by default. Each capability (WASI,
+//!   limits, LLM) prepares its per-instance state from its slice of it, and one store builder
+//!   makes every agent's and algorithm's `Store` (`sandbox/`).
 //! - [`AgentComponent::run_attempt`] runs one attempt in a fresh instance; every host call
 //!   becomes a span that [`SpanRecorder`] writes into the LightningStore.
 //! - [`AlgorithmComponent::run`] runs an algorithm component, which drives the store, reads
@@ -43,6 +45,6 @@ pub use clocks::{VIRTUAL_TICK, attempt_seed};
 pub use engine::{EngineOptions, WasmHost};
 pub use error::HostError;
 pub use loaded::Loaded;
-pub use policy::{DirAccess, DirGrant, LlmBudget, PolicyError, PolicyOverrides, SandboxPolicy};
+pub use policy::{DirAccess, DirGrant, EnvGrant, LlmBudget, PolicyError, SandboxOptions, SandboxPolicy};
 pub use spans::SpanRecorder;
 pub use state::MAX_ATTRIBUTE_BYTES;

@@ -1,17 +1,24 @@
-//! What one attempt's `Store` holds: its WASI context, memory limits, trace, LLM gate, the
-//! rollout's resources and the rewards seen so far. Dropped with the store after the attempt.
+//! What a `Store` holds: [`InstanceState`], the sandbox's capabilities (WASI, limits, LLM gate;
+//! see `sandbox/`) plus the world's own state. For an agent's attempt that is [`AttemptState`]:
+//! its trace, the rollout's resources and the rewards seen so far. Dropped with the store.
 
-use crate::imports::llm::LlmGate;
-use crate::memory::MeteredLimits;
+use crate::sandbox::{Sandbox, World};
 use crate::spans::AttemptTrace;
 use agl_store::ResourcesUpdate;
 pub use agl_store::clip;
 use std::sync::Arc;
-use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Longest string kept from a guest where no span budget applies (an algorithm's log line).
 pub use agl_policy::DEFAULT_MAX_ATTRIBUTE_BYTES as MAX_ATTRIBUTE_BYTES;
+
+/// A store's data: every capability's state, and the world's (`W`).
+pub struct InstanceState<W> {
+    pub(crate) sandbox: Sandbox,
+    pub(crate) world: W,
+}
+
+/// An agent attempt's store data.
+pub type HostState = InstanceState<AttemptState>;
 
 /// The rewards an attempt emitted, as far as its final reward is concerned.
 #[derive(Debug, Default, Clone, Copy)]
@@ -26,41 +33,25 @@ pub struct Rewards {
     pub emitted: u32,
 }
 
-pub struct HostState {
-    pub(crate) wasi: WasiCtx,
-    pub(crate) table: ResourceTable,
-    pub(crate) limits: MeteredLimits,
+/// What the agent world adds to an attempt's store: its trace, resources and rewards.
+pub struct AttemptState {
     pub(crate) trace: AttemptTrace,
-    pub(crate) llm: LlmGate,
     pub(crate) resources: Option<Arc<ResourcesUpdate>>,
     pub(crate) rewards: Rewards,
 }
 
-impl HostState {
-    pub(crate) fn new(
-        wasi: WasiCtx,
-        limits: MeteredLimits,
-        trace: AttemptTrace,
-        llm: LlmGate,
-        resources: Option<Arc<ResourcesUpdate>>,
-    ) -> Self {
-        Self {
-            wasi,
-            table: ResourceTable::new(),
-            limits,
-            trace,
-            llm,
-            resources,
-            rewards: Rewards::default(),
-        }
+impl World for AttemptState {
+    fn trace(&mut self) -> impl Future<Output = Option<&AttemptTrace>> + Send {
+        std::future::ready(Some(&self.trace))
     }
 }
 
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
+impl AttemptState {
+    pub(crate) fn new(trace: AttemptTrace, resources: Option<Arc<ResourcesUpdate>>) -> Self {
+        Self {
+            trace,
+            resources,
+            rewards: Rewards::default(),
         }
     }
 }

@@ -1,41 +1,43 @@
 //! The sandbox policy of one plugin: limits and grants, deny by default.
 //!
-//! A plain struct built in layers — defaults, then an optional TOML manifest beside the `.wasm`
-//! (`agent.wasm` → `agent.toml`), then command-line overrides — and applied in one place when a
-//! `Store` is made (see `sandbox.rs`). Spellings follow the wasmtime CLI (`--dir HOST::GUEST`,
-//! `--env NAME[=VAL]`, sizes like `256MiB`, durations like `300s`).
+//! A policy is made of slices, one per capability, each in its own module with two types: the
+//! slice itself (e.g. [`Limits`], [`LlmPolicy`]), which the host applies when a `Store` is made,
+//! and its options (e.g. [`LimitsOptions`]), declared once for both the TOML manifest (serde,
+//! kebab-case keys, unknown keys refused) and the command line (clap flags, the same doc comment
+//! as help). The layers are one rule, [`Layer::apply`]: defaults, then the manifest beside the
+//! `.wasm` (`agent.wasm` → `agent.toml`), then the flags; a value set replaces, grants add up.
+//! Spellings follow the wasmtime CLI (`--dir HOST::GUEST`, `--env NAME[=VAL]`, sizes like `256MiB`,
+//! durations like `300s`), parsed by the value types of [`value`] for both.
+//!
+//! A new capability's policy: one module here (its slice, its options and their `Layer`), one
+//! field in [`SandboxPolicy`] and one in [`SandboxOptions`] (below). Nothing in the CLI changes:
+//! it flattens [`SandboxOptions`] into its flags.
+
+mod clock;
+mod grants;
+mod limits;
+mod llm;
+mod output;
+mod spans;
+pub mod value;
+
+pub use clock::{Clock, ClockOptions};
+pub use grants::{DirAccess, DirGrant, EnvGrant, GrantOptions, Grants, parse_dir_grant, parse_env_grant};
+pub use limits::{
+    ALGORITHM_DEADLINE, ALGORITHM_MEMORY_BYTES, DEFAULT_DEADLINE, DEFAULT_MEMORY_BYTES, Limits, LimitsOptions,
+};
+pub use llm::{
+    ALGORITHM_LLM_MAX_CALLS, ALGORITHM_LLM_MAX_TOKENS, DEFAULT_LLM_MAX_CALLS, DEFAULT_LLM_MAX_OUTPUT_TOKENS,
+    DEFAULT_LLM_MAX_REQUEST_BYTES, DEFAULT_LLM_MAX_TOKENS, DEFAULT_LLM_MAX_TOOLS, DEFAULT_LLM_MAX_TOOLS_BYTES,
+    DEFAULT_LLM_TIMEOUT, LlmBudget, LlmOptions, LlmPolicy, LlmRequestLimits,
+};
+pub use output::{DEFAULT_OUTPUT_CAPTURE_BYTES, OutputCapture, OutputOptions};
+pub use spans::{DEFAULT_MAX_ATTRIBUTE_BYTES, DEFAULT_MAX_SPAN_BYTES, DEFAULT_MAX_SPANS, SpanBudget, SpanOptions};
+pub use value::{HumanDuration, Size, parse_duration, parse_size};
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use thiserror::Error;
-
-pub const DEFAULT_MEMORY_BYTES: u64 = 256 << 20;
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
-pub const DEFAULT_OUTPUT_CAPTURE_BYTES: usize = 64 << 10;
-pub const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
-pub const DEFAULT_LLM_MAX_CALLS: u32 = 100;
-pub const DEFAULT_LLM_MAX_TOKENS: u64 = 1_000_000;
-/// Largest LLM request (bytes of its messages and stop sequences): room for long contexts.
-pub const DEFAULT_LLM_MAX_REQUEST_BYTES: u64 = 4 << 20;
-/// Largest `max_tokens` one LLM request may ask for.
-pub const DEFAULT_LLM_MAX_OUTPUT_TOKENS: u32 = 1_000_000;
-/// Most tools one LLM request may offer, and their total bytes (names, descriptions, schemas).
-pub const DEFAULT_LLM_MAX_TOOLS: u32 = 128;
-pub const DEFAULT_LLM_MAX_TOOLS_BYTES: u64 = 1 << 20;
-/// Host-call spans one attempt may record (the final reward and the summary marker always are).
-pub const DEFAULT_MAX_SPANS: u32 = 10_000;
-/// Bytes of span content one attempt may make the host hold (attribute text and a fixed
-/// overhead per span), the final reward and the summary marker aside.
-pub const DEFAULT_MAX_SPAN_BYTES: u64 = 32 << 20;
-/// Longest string kept in one span attribute (a log line, a message, a prompt); longer ones are
-/// clipped and say so.
-pub const DEFAULT_MAX_ATTRIBUTE_BYTES: usize = 64 << 10;
-/// An algorithm runs the whole optimisation: its limits are per run, not per rollout.
-pub const ALGORITHM_DEADLINE: Duration = Duration::from_secs(7 * 24 * 3600);
-pub const ALGORITHM_MEMORY_BYTES: u64 = 1 << 30;
-pub const ALGORITHM_LLM_MAX_CALLS: u32 = 100_000;
-pub const ALGORITHM_LLM_MAX_TOKENS: u64 = 1_000_000_000;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum PolicyError {
@@ -51,183 +53,95 @@ pub enum PolicyError {
     },
 }
 
-/// What a guest may do with a granted directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DirAccess {
-    ReadOnly,
-    ReadWrite,
+/// One layer's options for one slice (from a manifest or the flags), laid over it: what the
+/// layer sets replaces the slice's value, grants add up, what it leaves unset stays.
+pub trait Layer {
+    type Policy;
+    fn apply(self, policy: &mut Self::Policy);
 }
 
-/// A host directory made visible to the guest at `guest_path`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirGrant {
-    pub host_path: PathBuf,
-    pub guest_path: String,
-    pub access: DirAccess,
-}
-
-/// How many LLM calls and tokens one attempt may spend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LlmBudget {
-    pub max_calls: u32,
-    pub max_tokens: u64,
-}
-
-impl Default for LlmBudget {
-    fn default() -> Self {
-        Self {
-            max_calls: DEFAULT_LLM_MAX_CALLS,
-            max_tokens: DEFAULT_LLM_MAX_TOKENS,
-        }
+/// The merge rule of one setting: a value set replaces, an unset one keeps what was there.
+pub(crate) fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
     }
 }
 
-/// How large one LLM request may be. A larger one is refused to the guest as `invalid-request`
-/// (a `max_tokens` beyond what the budget has left as `budget-exceeded`) and never sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LlmRequestLimits {
-    /// Bytes of the messages (content, tool call ids, roles) and stop sequences.
-    pub max_request_bytes: u64,
-    pub max_output_tokens: u32,
-    pub max_tools: u32,
-    /// Bytes of the tool definitions.
-    pub max_tools_bytes: u64,
-}
-
-impl Default for LlmRequestLimits {
-    fn default() -> Self {
-        Self {
-            max_request_bytes: DEFAULT_LLM_MAX_REQUEST_BYTES,
-            max_output_tokens: DEFAULT_LLM_MAX_OUTPUT_TOKENS,
-            max_tools: DEFAULT_LLM_MAX_TOOLS,
-            max_tools_bytes: DEFAULT_LLM_MAX_TOOLS_BYTES,
-        }
-    }
-}
-
-/// What one attempt may make the host hold in spans. Past a bound, further spans are counted
-/// and summarised by one marker span, never buffered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpanBudget {
-    pub max_spans: u32,
-    pub max_bytes: u64,
-    pub max_attribute_bytes: usize,
-}
-
-impl Default for SpanBudget {
-    fn default() -> Self {
-        Self {
-            max_spans: DEFAULT_MAX_SPANS,
-            max_bytes: DEFAULT_MAX_SPAN_BYTES,
-            max_attribute_bytes: DEFAULT_MAX_ATTRIBUTE_BYTES,
-        }
-    }
-}
-
-/// Limits and grants for every instance of one plugin.
-#[derive(Debug, Clone, PartialEq)]
+/// Limits and grants for every instance of one plugin: one slice per capability.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SandboxPolicy {
-    /// Largest linear memory an instance may grow to; growing past it traps.
-    pub memory_bytes: u64,
-    /// Wall-clock limit of one attempt (enforced by epoch interruption inside wasm).
-    pub deadline: Duration,
-    /// Optional instruction budget (needs an engine built with fuel).
-    pub fuel: Option<u64>,
-    /// Bytes of stdout and of stderr kept per attempt (the rest is counted, not kept).
-    pub output_capture_bytes: usize,
-    pub dirs: Vec<DirGrant>,
-    pub env: Vec<(String, String)>,
-    /// Models the guest may ask for; empty = only the backend's default model.
-    pub allowed_models: Vec<String>,
-    pub llm_budget: LlmBudget,
-    /// Timeout of one LLM call (a guest blocked in a host call is not interrupted by epochs).
-    pub llm_timeout: Duration,
-    /// Bounds on one LLM request, checked before it is sent.
-    pub llm_request: LlmRequestLimits,
-    /// Give the guest the real wall and monotonic clocks instead of the virtual ones.
-    pub real_clock: bool,
+    /// Memory, deadline and fuel per instance.
+    pub limits: Limits,
+    /// Bytes of stdout and of stderr kept per attempt.
+    pub output: OutputCapture,
+    /// Directories and environment variables.
+    pub grants: Grants,
+    /// Virtual or real clocks.
+    pub clock: Clock,
+    /// Models, budget, timeout and request bounds of the LLM.
+    pub llm: LlmPolicy,
     /// Spans per attempt: count, bytes, bytes per attribute.
     pub spans: SpanBudget,
 }
 
-impl Default for SandboxPolicy {
-    fn default() -> Self {
-        Self {
-            memory_bytes: DEFAULT_MEMORY_BYTES,
-            deadline: DEFAULT_DEADLINE,
-            fuel: None,
-            output_capture_bytes: DEFAULT_OUTPUT_CAPTURE_BYTES,
-            dirs: Vec::new(),
-            env: Vec::new(),
-            allowed_models: Vec::new(),
-            llm_budget: LlmBudget::default(),
-            llm_timeout: DEFAULT_LLM_TIMEOUT,
-            llm_request: LlmRequestLimits::default(),
-            real_clock: false,
-            spans: SpanBudget::default(),
-        }
+/// Every sandbox setting one layer may give: the manifest file (the slices' keys at the top
+/// level, `[llm]` and `[spans]` as tables) and the agent's flags (`agl-host run --agent-*`; the
+/// CLI flattens this struct) are this one struct.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SandboxOptions {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub limits: LimitsOptions,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub output: OutputOptions,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub grants: GrantOptions,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub clock: ClockOptions,
+    #[command(flatten)]
+    #[serde(default)]
+    pub llm: LlmOptions,
+    #[command(flatten)]
+    #[serde(default)]
+    pub spans: SpanOptions,
+}
+
+impl Layer for SandboxOptions {
+    type Policy = SandboxPolicy;
+    fn apply(self, policy: &mut SandboxPolicy) {
+        self.limits.apply(&mut policy.limits);
+        self.output.apply(&mut policy.output);
+        self.grants.apply(&mut policy.grants);
+        self.clock.apply(&mut policy.clock);
+        self.llm.apply(&mut policy.llm);
+        self.spans.apply(&mut policy.spans);
     }
 }
 
-/// The manifest file: every key optional, same words as the flags.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct Manifest {
-    max_memory_size: Option<String>,
-    timeout: Option<String>,
-    fuel: Option<u64>,
-    output_capture: Option<String>,
-    #[serde(default)]
-    dir: Vec<String>,
-    #[serde(default)]
-    env: Vec<String>,
-    real_clock: Option<bool>,
-    llm: Option<ManifestLlm>,
-    spans: Option<ManifestSpans>,
-}
+impl SandboxOptions {
+    /// A manifest's text as options.
+    pub fn from_manifest(text: &str) -> Result<Self, PolicyError> {
+        toml::from_str(text).map_err(|e| PolicyError::InvalidValue {
+            what: "manifest",
+            value: String::new(),
+            message: e.to_string(),
+        })
+    }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct ManifestSpans {
-    max_count: Option<u32>,
-    max_bytes: Option<String>,
-    max_attribute_bytes: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct ManifestLlm {
-    #[serde(default)]
-    models: Vec<String>,
-    max_calls: Option<u32>,
-    max_tokens: Option<u64>,
-    timeout: Option<String>,
-    max_request: Option<String>,
-    max_output_tokens: Option<u32>,
-    max_tools: Option<u32>,
-    max_tools_size: Option<String>,
-}
-
-/// Command-line overrides (the CLI fills these from `--agent-*` flags).
-#[derive(Debug, Clone, Default)]
-pub struct PolicyOverrides {
-    pub memory_bytes: Option<u64>,
-    pub deadline: Option<Duration>,
-    pub fuel: Option<u64>,
-    pub dirs: Vec<DirGrant>,
-    pub env: Vec<(String, String)>,
-    pub allowed_models: Vec<String>,
-    pub llm_max_calls: Option<u32>,
-    pub llm_max_tokens: Option<u64>,
-    pub llm_timeout: Option<Duration>,
-    pub llm_max_request_bytes: Option<u64>,
-    pub llm_max_output_tokens: Option<u32>,
-    pub llm_max_tools: Option<u32>,
-    pub llm_max_tools_bytes: Option<u64>,
-    pub real_clock: bool,
-    pub max_spans: Option<u32>,
-    pub max_span_bytes: Option<u64>,
-    pub max_attribute_bytes: Option<u64>,
+    /// The part of the agent's flags an algorithm shares: the timeout of one LLM call.
+    pub fn shared_with_algorithm(&self) -> Self {
+        Self {
+            llm: LlmOptions {
+                timeout: self.llm.timeout,
+                ..LlmOptions::default()
+            },
+            ..Self::default()
+        }
+    }
 }
 
 impl SandboxPolicy {
@@ -241,6 +155,22 @@ impl SandboxPolicy {
         let mut policy = Self::default();
         policy.apply_manifest_beside(component)?;
         Ok(policy)
+    }
+
+    /// An algorithm's defaults (a week, 1 GiB, 100k LLM calls per run), then its manifest.
+    pub fn for_algorithm(component: &Path) -> Result<Self, PolicyError> {
+        let mut policy = Self::algorithm_defaults();
+        policy.apply_manifest_beside(component)?;
+        Ok(policy)
+    }
+
+    /// The limits an algorithm starts from before its manifest and flags.
+    pub fn algorithm_defaults() -> Self {
+        Self {
+            limits: Limits::algorithm(),
+            llm: LlmPolicy::algorithm(),
+            ..Self::default()
+        }
     }
 
     /// Applies the manifest beside `component`, if it has one.
@@ -259,314 +189,39 @@ impl SandboxPolicy {
         })
     }
 
-    /// An algorithm's defaults (a week, 1 GiB, 100k LLM calls per run), then its manifest.
-    pub fn for_algorithm(component: &Path) -> Result<Self, PolicyError> {
-        let mut policy = Self::algorithm_defaults();
-        policy.apply_manifest_beside(component)?;
-        Ok(policy)
-    }
-
-    /// The limits an algorithm starts from before its manifest and flags.
-    pub fn algorithm_defaults() -> Self {
-        Self {
-            memory_bytes: ALGORITHM_MEMORY_BYTES,
-            deadline: ALGORITHM_DEADLINE,
-            llm_budget: LlmBudget {
-                max_calls: ALGORITHM_LLM_MAX_CALLS,
-                max_tokens: ALGORITHM_LLM_MAX_TOKENS,
-            },
-            ..Self::default()
-        }
-    }
-
-    /// Applies a manifest's settings on top of this policy.
+    /// Applies a manifest's settings on top of this policy (nothing when it is invalid).
     pub fn apply_manifest(&mut self, text: &str) -> Result<(), PolicyError> {
-        let manifest: Manifest = toml::from_str(text).map_err(|e| PolicyError::InvalidValue {
-            what: "manifest",
-            value: String::new(),
-            message: e.to_string(),
-        })?;
-        if let Some(size) = manifest.max_memory_size {
-            self.memory_bytes = parse_size(&size)?;
-        }
-        if let Some(timeout) = manifest.timeout {
-            self.deadline = parse_duration(&timeout)?;
-        }
-        if manifest.fuel.is_some() {
-            self.fuel = manifest.fuel;
-        }
-        if let Some(size) = manifest.output_capture {
-            self.output_capture_bytes = usize::try_from(parse_size(&size)?).unwrap_or(usize::MAX);
-        }
-        for dir in manifest.dir {
-            self.dirs.push(parse_dir_grant(&dir)?);
-        }
-        for env in manifest.env {
-            self.env.push(parse_env_grant(&env, |_| None)?);
-        }
-        if let Some(real) = manifest.real_clock {
-            self.real_clock = real;
-        }
-        if let Some(llm) = manifest.llm {
-            self.allowed_models.extend(llm.models);
-            if let Some(calls) = llm.max_calls {
-                self.llm_budget.max_calls = calls;
-            }
-            if let Some(tokens) = llm.max_tokens {
-                self.llm_budget.max_tokens = tokens;
-            }
-            if let Some(timeout) = llm.timeout {
-                self.llm_timeout = parse_duration(&timeout)?;
-            }
-            if let Some(size) = llm.max_request {
-                self.llm_request.max_request_bytes = parse_size(&size)?;
-            }
-            if let Some(tokens) = llm.max_output_tokens {
-                self.llm_request.max_output_tokens = tokens;
-            }
-            if let Some(count) = llm.max_tools {
-                self.llm_request.max_tools = count;
-            }
-            if let Some(size) = llm.max_tools_size {
-                self.llm_request.max_tools_bytes = parse_size(&size)?;
-            }
-        }
-        if let Some(spans) = manifest.spans {
-            if let Some(count) = spans.max_count {
-                self.spans.max_spans = count;
-            }
-            if let Some(bytes) = spans.max_bytes {
-                self.spans.max_bytes = parse_size(&bytes)?;
-            }
-            if let Some(bytes) = spans.max_attribute_bytes {
-                self.spans.max_attribute_bytes = attribute_bytes(parse_size(&bytes)?);
-            }
-        }
+        SandboxOptions::from_manifest(text)?.apply(self);
         Ok(())
     }
 
-    /// Applies command-line overrides on top of this policy (grants add up, limits replace).
-    pub fn apply_overrides(&mut self, overrides: PolicyOverrides) {
-        if let Some(bytes) = overrides.memory_bytes {
-            self.memory_bytes = bytes;
-        }
-        if let Some(deadline) = overrides.deadline {
-            self.deadline = deadline;
-        }
-        if overrides.fuel.is_some() {
-            self.fuel = overrides.fuel;
-        }
-        self.dirs.extend(overrides.dirs);
-        self.env.extend(overrides.env);
-        self.allowed_models.extend(overrides.allowed_models);
-        if let Some(calls) = overrides.llm_max_calls {
-            self.llm_budget.max_calls = calls;
-        }
-        if let Some(tokens) = overrides.llm_max_tokens {
-            self.llm_budget.max_tokens = tokens;
-        }
-        if let Some(timeout) = overrides.llm_timeout {
-            self.llm_timeout = timeout;
-        }
-        if let Some(bytes) = overrides.llm_max_request_bytes {
-            self.llm_request.max_request_bytes = bytes;
-        }
-        if let Some(tokens) = overrides.llm_max_output_tokens {
-            self.llm_request.max_output_tokens = tokens;
-        }
-        if let Some(count) = overrides.llm_max_tools {
-            self.llm_request.max_tools = count;
-        }
-        if let Some(bytes) = overrides.llm_max_tools_bytes {
-            self.llm_request.max_tools_bytes = bytes;
-        }
-        self.real_clock |= overrides.real_clock;
-        if let Some(count) = overrides.max_spans {
-            self.spans.max_spans = count;
-        }
-        if let Some(bytes) = overrides.max_span_bytes {
-            self.spans.max_bytes = bytes;
-        }
-        if let Some(bytes) = overrides.max_attribute_bytes {
-            self.spans.max_attribute_bytes = attribute_bytes(bytes);
-        }
-    }
-}
-
-/// An attribute cap as a length; at least 64 bytes, so a clipped value still says something.
-fn attribute_bytes(bytes: u64) -> usize {
-    usize::try_from(bytes).unwrap_or(usize::MAX).max(64)
-}
-
-/// `HOST_DIR[::GUEST_DIR][:ro|:rw]`; read-only unless `:rw`; the guest path defaults to the host path.
-pub fn parse_dir_grant(value: &str) -> Result<DirGrant, PolicyError> {
-    let invalid = |message: &str| PolicyError::InvalidValue {
-        what: "directory grant",
-        value: value.to_owned(),
-        message: message.to_owned(),
-    };
-    let (spec, access) = match value.rsplit_once(':') {
-        Some((spec, "rw")) if !spec.ends_with(':') => (spec, DirAccess::ReadWrite),
-        Some((spec, "ro")) if !spec.ends_with(':') => (spec, DirAccess::ReadOnly),
-        _ => (value, DirAccess::ReadOnly),
-    };
-    let (host, guest) = match spec.split_once("::") {
-        Some((host, guest)) => (host, guest.to_owned()),
-        None => (spec, spec.to_owned()),
-    };
-    if host.is_empty() || guest.is_empty() {
-        return Err(invalid("expected HOST_DIR[::GUEST_DIR][:ro|:rw]"));
-    }
-    let host_path = PathBuf::from(host);
-    if !host_path.is_dir() {
-        return Err(invalid("the host directory does not exist"));
-    }
-    Ok(DirGrant {
-        host_path,
-        guest_path: guest,
-        access,
-    })
-}
-
-/// `NAME=VALUE`, or `NAME` to pass the host's value (looked up with `lookup`).
-pub fn parse_env_grant(value: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<(String, String), PolicyError> {
-    let invalid = |message: &str| PolicyError::InvalidValue {
-        what: "environment grant",
-        value: value.to_owned(),
-        message: message.to_owned(),
-    };
-    match value.split_once('=') {
-        Some(("", _)) => Err(invalid("the name is empty")),
-        Some((name, val)) => Ok((name.to_owned(), val.to_owned())),
-        None if value.is_empty() => Err(invalid("the name is empty")),
-        None => lookup(value)
-            .map(|val| (value.to_owned(), val))
-            .ok_or_else(|| invalid("not set on the host; use NAME=VALUE")),
-    }
-}
-
-/// Sizes: `268435456`, `256MiB`, `256M`, `1GiB`, `64KiB`, `64k`...
-pub fn parse_size(value: &str) -> Result<u64, PolicyError> {
-    let text = value.trim();
-    let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits_end);
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => {
-            return Err(PolicyError::InvalidValue {
-                what: "size",
-                value: value.to_owned(),
-                message: "expected a number with an optional unit (KiB, MiB, GiB)".into(),
-            });
-        }
-    };
-    number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(multiplier))
-        .ok_or_else(|| PolicyError::InvalidValue {
-            what: "size",
-            value: value.to_owned(),
-            message: "not a number, or too large".into(),
-        })
-}
-
-/// Durations: `300s`, `5m`, `1500ms`, `2h`, or bare seconds (`300`, `0.5`).
-pub fn parse_duration(value: &str) -> Result<Duration, PolicyError> {
-    let text = value.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let seconds_per_unit = match unit.trim() {
-        "" | "s" => 1.0,
-        "ms" => 0.001,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => f64::NAN,
-    };
-    // `try_from_secs_f64`: a number too large for a `Duration` (`99999999999999999999s`, found by
-    // fuzzing) is an invalid value, not a panic; a NaN unit fails there too.
-    let number = number.parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 0.0);
-    match number.and_then(|n| Duration::try_from_secs_f64(n * seconds_per_unit).ok()) {
-        Some(duration) => Ok(duration),
-        None => Err(PolicyError::InvalidValue {
-            what: "duration",
-            value: value.to_owned(),
-            message: "expected e.g. 300s, 1500ms, 5m or 2h".into(),
-        }),
+    /// Applies one layer of options (the flags) on top of this policy.
+    pub fn apply(&mut self, options: SandboxOptions) {
+        options.apply(self);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn defaults_deny_everything_and_match_the_documented_limits() {
         let policy = SandboxPolicy::default();
-        assert_eq!(policy.memory_bytes, 256 << 20);
-        assert_eq!(policy.deadline, Duration::from_secs(300));
-        assert_eq!(policy.output_capture_bytes, 64 << 10);
-        assert!(policy.dirs.is_empty() && policy.env.is_empty() && policy.allowed_models.is_empty());
-        assert!(policy.fuel.is_none() && !policy.real_clock);
+        assert_eq!(policy.limits.memory_bytes, 256 << 20);
+        assert_eq!(policy.limits.deadline, Duration::from_secs(300));
+        assert_eq!(policy.output.bytes, 64 << 10);
+        assert!(policy.grants.dirs.is_empty() && policy.grants.env.is_empty());
+        assert!(policy.llm.allowed_models.is_empty());
+        assert!(policy.limits.fuel.is_none() && !policy.clock.real);
     }
 
     #[test]
-    fn sizes_and_durations_parse_like_the_wasmtime_cli() {
-        assert_eq!(parse_size("256MiB").unwrap(), 256 << 20);
-        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
-        assert_eq!(parse_size("1024").unwrap(), 1024);
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("99999999999999999999GiB").is_err());
-        assert_eq!(parse_duration("300s").unwrap(), Duration::from_secs(300));
-        assert_eq!(parse_duration("1500ms").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("0.5").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("soon").is_err());
-    }
-
-    #[test]
-    fn durations_too_large_for_a_duration_are_refused() {
-        // Found by the policy_manifest fuzz target: these panicked in `Duration::from_secs_f64`.
-        assert!(parse_duration("99999999999999999999s").is_err());
-        assert!(parse_duration("9999999999999999h").is_err());
+    fn durations_too_large_for_a_duration_are_refused_in_a_manifest() {
         assert!(SandboxPolicy::default().apply_manifest("timeout = \"1e30\"").is_err());
         let mut policy = SandboxPolicy::default();
         assert!(policy.apply_manifest("timeout = \"99999999999999999999\"").is_err());
-    }
-
-    #[test]
-    fn dir_grants_read_host_guest_and_access() {
-        let tmp = std::env::temp_dir();
-        let host = tmp.to_string_lossy();
-        let grant = parse_dir_grant(&format!("{host}::/data:rw")).unwrap();
-        assert_eq!(
-            (grant.guest_path.as_str(), grant.access),
-            ("/data", DirAccess::ReadWrite)
-        );
-        let grant = parse_dir_grant(&host).unwrap();
-        assert_eq!(
-            (grant.guest_path, grant.access),
-            (host.to_string(), DirAccess::ReadOnly)
-        );
-        assert!(parse_dir_grant("/definitely/not/here::/x").is_err());
-        assert!(parse_dir_grant("::/x").is_err());
-    }
-
-    #[test]
-    fn env_grants_take_a_value_or_the_hosts() {
-        assert_eq!(parse_env_grant("A=1", |_| None).unwrap(), ("A".into(), "1".into()));
-        assert_eq!(
-            parse_env_grant("B", |_| Some("2".into())).unwrap(),
-            ("B".into(), "2".into())
-        );
-        assert!(parse_env_grant("C", |_| None).is_err());
-        assert!(parse_env_grant("=x", |_| None).is_err());
     }
 
     #[test]
@@ -578,6 +233,7 @@ mod tests {
                 max-memory-size = "64MiB"
                 timeout = "20s"
                 fuel = 1000000
+                output-capture = "1KiB"
                 env = ["MODE=test"]
                 real-clock = true
                 [llm]
@@ -593,19 +249,25 @@ mod tests {
             )
             .unwrap();
         assert_eq!(
-            (policy.memory_bytes, policy.deadline, policy.fuel),
-            (64 << 20, Duration::from_secs(20), Some(1_000_000))
+            policy.limits,
+            Limits {
+                memory_bytes: 64 << 20,
+                deadline: Duration::from_secs(20),
+                fuel: Some(1_000_000)
+            }
         );
-        assert_eq!(policy.env, vec![("MODE".to_string(), "test".to_string())]);
-        assert_eq!(policy.allowed_models, vec!["gpt-x".to_string()]);
+        assert_eq!(policy.output.bytes, 1 << 10);
+        assert_eq!(policy.grants.env, vec![EnvGrant::new("MODE", "test")]);
+        assert_eq!(policy.llm.allowed_models, vec!["gpt-x".to_string()]);
         assert_eq!(
-            policy.llm_budget,
+            policy.llm.budget,
             LlmBudget {
                 max_calls: 10,
                 max_tokens: 5000
             }
         );
-        assert!(policy.real_clock);
+        assert_eq!(policy.llm.timeout, Duration::from_secs(30));
+        assert!(policy.clock.real);
         assert_eq!(
             policy.spans,
             SpanBudget {
@@ -617,26 +279,73 @@ mod tests {
         assert!(SandboxPolicy::default().apply_manifest("network = true").is_err());
         assert!(
             SandboxPolicy::default()
+                .apply_manifest("[llm]\nnetwork = true")
+                .is_err()
+        );
+        assert!(
+            SandboxPolicy::default()
                 .apply_manifest("[spans]\nmax-bytes = \"lots\"")
                 .is_err()
+        );
+        assert!(
+            SandboxPolicy::default().apply_manifest("env = [\"PATH\"]").is_err(),
+            "a manifest names its values"
         );
     }
 
     #[test]
-    fn overrides_replace_limits_and_add_grants() {
+    fn an_invalid_manifest_changes_nothing() {
+        let mut policy = SandboxPolicy::default();
+        assert!(policy.apply_manifest("timeout = \"20s\"\nfuel = \"many\"").is_err());
+        assert_eq!(policy, SandboxPolicy::default());
+    }
+
+    #[test]
+    fn flags_replace_limits_and_add_grants() {
         let mut policy = SandboxPolicy {
-            env: vec![("A".into(), "1".into())],
+            grants: Grants {
+                env: vec![EnvGrant::new("A", "1")],
+                ..Grants::default()
+            },
             ..SandboxPolicy::default()
         };
-        policy.apply_overrides(PolicyOverrides {
-            deadline: Some(Duration::from_millis(200)),
-            env: vec![("B".into(), "2".into())],
-            llm_max_calls: Some(10),
-            ..PolicyOverrides::default()
-        });
-        assert_eq!(policy.deadline, Duration::from_millis(200));
-        assert_eq!(policy.env.len(), 2);
-        assert_eq!(policy.llm_budget.max_calls, 10);
+        let mut flags = SandboxOptions::default();
+        flags.limits.timeout = Some(HumanDuration(Duration::from_millis(200)));
+        flags.grants.env.push(EnvGrant::new("B", "2"));
+        flags.llm.max_calls = Some(10);
+        policy.apply(flags);
+        assert_eq!(policy.limits.deadline, Duration::from_millis(200));
+        assert_eq!(policy.grants.env.len(), 2);
+        assert_eq!(policy.llm.budget.max_calls, 10);
+    }
+
+    #[test]
+    fn a_flag_overrides_the_manifest_which_overrides_the_default() {
+        let mut policy = SandboxPolicy::default();
+        policy
+            .apply_manifest("timeout = \"20s\"\nreal-clock = true\n[llm]\nmax-calls = 5\nmax-tokens = 50")
+            .unwrap();
+        let mut flags = SandboxOptions::default();
+        flags.llm.max_calls = Some(7);
+        policy.apply(flags);
+        assert_eq!(policy.llm.budget.max_calls, 7, "the flag's");
+        assert_eq!(policy.llm.budget.max_tokens, 50, "the manifest's");
+        assert_eq!(policy.limits.deadline, Duration::from_secs(20), "the manifest's");
+        assert!(policy.clock.real, "an absent switch keeps the manifest's");
+        assert_eq!(policy.llm.request, LlmRequestLimits::default(), "the default");
+    }
+
+    #[test]
+    fn an_algorithm_shares_only_the_llm_timeout_flag() {
+        let mut flags = SandboxOptions::default();
+        flags.limits.timeout = Some(HumanDuration(Duration::from_secs(1)));
+        flags.llm.timeout = Some(HumanDuration(Duration::from_secs(9)));
+        flags.llm.max_calls = Some(1);
+        let mut policy = SandboxPolicy::algorithm_defaults();
+        policy.apply(flags.shared_with_algorithm());
+        assert_eq!(policy.llm.timeout, Duration::from_secs(9));
+        assert_eq!(policy.limits, Limits::algorithm());
+        assert_eq!(policy.llm.budget.max_calls, ALGORITHM_LLM_MAX_CALLS);
     }
 
     #[test]
@@ -655,7 +364,7 @@ mod tests {
     fn llm_request_limits_layer_defaults_manifest_and_flags() {
         let mut policy = SandboxPolicy::default();
         assert_eq!(
-            policy.llm_request,
+            policy.llm.request,
             LlmRequestLimits {
                 max_request_bytes: 4 << 20,
                 max_output_tokens: 1_000_000,
@@ -675,7 +384,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(
-            policy.llm_request,
+            policy.llm.request,
             LlmRequestLimits {
                 max_request_bytes: 16 << 20,
                 max_output_tokens: 4096,
@@ -684,22 +393,52 @@ mod tests {
             }
         );
         assert!(policy.apply_manifest("[llm]\nmax-request = \"lots\"\n").is_err());
-        policy.apply_overrides(PolicyOverrides {
-            llm_max_request_bytes: Some(1024),
-            llm_max_tools: Some(0),
-            ..PolicyOverrides::default()
-        });
+        let mut flags = SandboxOptions::default();
+        flags.llm.max_request = Some(Size(1024));
+        flags.llm.max_tools = Some(0);
+        policy.apply(flags);
         assert_eq!(
-            (policy.llm_request.max_request_bytes, policy.llm_request.max_tools),
+            (policy.llm.request.max_request_bytes, policy.llm.request.max_tools),
             (1024, 0)
         );
         assert_eq!(
-            policy.llm_request.max_output_tokens, 4096,
+            policy.llm.request.max_output_tokens, 4096,
             "an absent flag keeps the manifest's"
         );
         assert_eq!(
-            SandboxPolicy::algorithm_defaults().llm_request,
+            SandboxPolicy::algorithm_defaults().llm.request,
             LlmRequestLimits::default()
         );
+    }
+
+    #[test]
+    fn the_flags_are_the_manifest_keys() {
+        use clap::{Args, Command};
+        let command = SandboxOptions::augment_args(Command::new("sandbox"));
+        command.clone().debug_assert();
+        let flags: Vec<&str> = command.get_arguments().filter_map(|a| a.get_long()).collect();
+        for flag in [
+            "agent-memory",
+            "agent-timeout",
+            "agent-fuel",
+            "agent-output-capture",
+            "agent-dir",
+            "agent-env",
+            "agent-real-clock",
+            "agent-model",
+            "agent-llm-calls",
+            "agent-llm-tokens",
+            "llm-timeout",
+            "agent-llm-max-request",
+            "agent-llm-max-output-tokens",
+            "agent-llm-max-tools",
+            "agent-llm-max-tools-size",
+            "agent-max-spans",
+            "agent-max-span-bytes",
+            "agent-max-attribute-bytes",
+        ] {
+            assert!(flags.contains(&flag), "--{flag} is missing from {flags:?}");
+        }
+        assert_eq!(flags.len(), 18, "one flag per manifest key: {flags:?}");
     }
 }

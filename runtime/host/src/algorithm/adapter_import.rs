@@ -50,7 +50,7 @@ impl Host for AlgorithmState {
         rollout_id: String,
         attempt_id: Option<String>,
     ) -> Result<Vec<super::bindings::adapter::Triplet>, String> {
-        let spans = attempt_spans(self.store.clone(), rollout_id, attempt_id).await?;
+        let spans = attempt_spans(self.world.store.clone(), rollout_id, attempt_id).await?;
         Ok(agl_adapter::triplets(&spans)
             .iter()
             .map(|t| super::bindings::adapter::Triplet {
@@ -63,7 +63,7 @@ impl Host for AlgorithmState {
     }
 
     async fn messages(&mut self, rollout_id: String, attempt_id: Option<String>) -> Result<Vec<Vec<Message>>, String> {
-        let spans = attempt_spans(self.store.clone(), rollout_id, attempt_id).await?;
+        let spans = attempt_spans(self.world.store.clone(), rollout_id, attempt_id).await?;
         Ok(agl_adapter::messages(&spans)
             .iter()
             .map(|call| call.iter().map(wit_message).collect())
@@ -71,7 +71,7 @@ impl Host for AlgorithmState {
     }
 
     async fn final_reward(&mut self, rollout_id: String, attempt_id: Option<String>) -> Result<Option<f64>, String> {
-        let spans = attempt_spans(self.store.clone(), rollout_id, attempt_id).await?;
+        let spans = attempt_spans(self.world.store.clone(), rollout_id, attempt_id).await?;
         Ok(agl_adapter::final_reward(&spans))
     }
 }

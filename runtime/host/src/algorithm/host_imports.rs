@@ -8,6 +8,7 @@ use super::state::AlgorithmState;
 use crate::bindings::llm::{self as llm_wit};
 use crate::bindings::trace::{self as trace_wit, Level};
 use crate::imports::llm::{error_kind, traced_chat};
+use crate::sandbox::World;
 use crate::state::{MAX_ATTRIBUTE_BYTES, clip};
 use std::time::Instant;
 
@@ -30,24 +31,27 @@ impl llm_wit::Host for AlgorithmState {
         request: llm_wit::ChatRequest,
     ) -> wasmtime::Result<Result<llm_wit::ChatResponse, llm_wit::LlmError>> {
         let started = Instant::now();
-        let cap = self.llm_trace.attribute_cap();
-        let trace = self.llm_trace.trace(&*self.observer).await;
-        let outcome = traced_chat(&mut self.llm, request, trace, cap).await;
+        let cap = self.world.llm_trace.attribute_cap();
+        let trace = self.world.trace().await;
+        let outcome = traced_chat(&mut self.sandbox.llm, request, trace, cap).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(response) => {
-                self.observer.log(
+                self.world.observer.log(
                     LogLevel::Debug,
                     &format!(
                         "llm call {} ({}): {} + {} tokens in {elapsed_ms:.0} ms",
-                        self.llm.calls, response.model, response.usage.input_tokens, response.usage.output_tokens
+                        self.sandbox.llm.calls,
+                        response.model,
+                        response.usage.input_tokens,
+                        response.usage.output_tokens
                     ),
                 );
                 Ok(Ok(response))
             }
             Err(error) => {
                 let (kind, description) = error_kind(&error);
-                self.observer.log(
+                self.world.observer.log(
                     LogLevel::Warn,
                     &format!("llm call failed ({kind}) after {elapsed_ms:.0} ms: {description}"),
                 );
@@ -59,41 +63,48 @@ impl llm_wit::Host for AlgorithmState {
 
 impl trace_wit::Host for AlgorithmState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        self.observer
+        self.world
+            .observer
             .log(log_level(level), &clip(&message, MAX_ATTRIBUTE_BYTES));
         Ok(())
     }
 
     fn message(&mut self, text: String) -> wasmtime::Result<()> {
-        self.observer.log(LogLevel::Info, &clip(&text, MAX_ATTRIBUTE_BYTES));
+        self.world
+            .observer
+            .log(LogLevel::Info, &clip(&text, MAX_ATTRIBUTE_BYTES));
         Ok(())
     }
 
     fn object(&mut self, json: String) -> wasmtime::Result<()> {
-        self.observer.log(LogLevel::Debug, &clip(&json, MAX_ATTRIBUTE_BYTES));
+        self.world
+            .observer
+            .log(LogLevel::Debug, &clip(&json, MAX_ATTRIBUTE_BYTES));
         Ok(())
     }
 
     fn start_operation(&mut self, name: String) -> wasmtime::Result<u64> {
-        if self.operations.len() >= MAX_OPEN_OPERATIONS {
+        if self.world.operations.len() >= MAX_OPEN_OPERATIONS {
             return Ok(0);
         }
-        let handle = self.next_operation;
-        self.next_operation += 1;
-        self.observer
+        let handle = self.world.next_operation;
+        self.world.next_operation += 1;
+        self.world
+            .observer
             .log(LogLevel::Debug, &format!("{} started", clip(&name, 256)));
-        self.operations.insert(handle, (clip(&name, 256), Instant::now()));
+        self.world.operations.insert(handle, (clip(&name, 256), Instant::now()));
         Ok(handle)
     }
 
     fn end_operation(&mut self, handle: u64, error: Option<String>) -> wasmtime::Result<()> {
-        if let Some((name, started)) = self.operations.remove(&handle) {
+        if let Some((name, started)) = self.world.operations.remove(&handle) {
             let took = started.elapsed().as_secs_f64();
             match error {
                 None => self
+                    .world
                     .observer
                     .log(LogLevel::Debug, &format!("{name} done in {took:.3} s")),
-                Some(e) => self.observer.log(
+                Some(e) => self.world.observer.log(
                     LogLevel::Warn,
                     &format!("{name} failed after {took:.3} s: {}", clip(&e, MAX_ATTRIBUTE_BYTES)),
                 ),
@@ -105,7 +116,7 @@ impl trace_wit::Host for AlgorithmState {
 
 impl progress::Host for AlgorithmState {
     fn status(&mut self, text: String) {
-        self.observer.status(&clip(&text, 512));
+        self.world.observer.status(&clip(&text, 512));
     }
 
     fn best(&mut self, score: f64, resources_id: Option<String>, detail_json: String) {
@@ -115,7 +126,7 @@ impl progress::Host for AlgorithmState {
             resources_id,
             detail,
         };
-        self.observer.best(&best);
+        self.world.observer.best(&best);
     }
 }
 

@@ -177,7 +177,7 @@ mod tests {
         let backend = ScriptedBackend::from_json_str(r#"{"model": "m", "rules": [], "fallback": {"reply": "ok"}}"#)
             .expect("rules parse");
         let policy = SandboxPolicy::algorithm_defaults();
-        let mut gate = LlmGate::new(Arc::new(backend), &policy);
+        let mut gate = LlmGate::new(Arc::new(backend), &policy.llm);
         let observer = RecordingObserver::default();
         let mut algorithm = AlgorithmTrace::new(Arc::clone(&store), "apo", policy.spans);
 

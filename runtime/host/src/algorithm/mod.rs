@@ -14,20 +14,18 @@ mod store_import;
 
 pub use convert::{ATTEMPT_FAILURE_KEY, attempt_failure};
 pub use observer::{AlgorithmObserver, BestResult, LogLevel, Recorded, RecordingObserver};
-pub(crate) use state::AlgorithmState;
+pub(crate) use state::{AlgorithmRun, AlgorithmState};
 
 use crate::failure::{MAX_REASON_BYTES, one_line};
-use crate::imports::llm::LlmGate;
 use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
-use crate::sandbox::attempt_wasi;
+use crate::sandbox::{InstanceContext, Sandbox, new_store};
 use agl_llm::LlmBackend;
 use agl_store::LightningStore;
 use bindings::{AlgorithmPre, Datasets};
 use llm_trace::AlgorithmTrace;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use wasmtime::Store;
 
 /// Everything one run of an algorithm needs besides the component.
 pub struct AlgorithmRequest {
@@ -79,8 +77,13 @@ impl AlgorithmComponent {
     pub async fn run(&self, request: AlgorithmRequest) -> AlgorithmOutcome {
         let started = Instant::now();
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let wasi = match attempt_wasi(&self.policy, now, request.seed) {
-            Ok(wasi) => wasi,
+        let instance = InstanceContext {
+            start: now,
+            seed: request.seed,
+            llm: request.llm,
+        };
+        let sandbox = match Sandbox::prepare(&self.policy, &instance) {
+            Ok(sandbox) => sandbox,
             Err(e) => {
                 return AlgorithmOutcome {
                     result: Err(format!("cannot prepare the sandbox: {e}")),
@@ -92,39 +95,37 @@ impl AlgorithmComponent {
                 };
             }
         };
-        let limits = crate::memory::MeteredLimits::new(self.policy.memory_bytes);
-        let llm = LlmGate::new(request.llm, &self.policy);
+        let (stdout, stderr) = (sandbox.wasi.stdout.clone(), sandbox.wasi.stderr.clone());
         let llm_trace = AlgorithmTrace::new(request.store.clone(), &self.name, self.policy.spans);
-        let state = AlgorithmState::new(wasi.ctx, limits, request.store, llm, llm_trace, request.observer);
-        let mut store = Store::new(self.pre.engine(), state);
-        store.limiter(|state| &mut state.limits);
-        crate::deadline::arm(&mut store, self.policy.deadline);
+        let world = AlgorithmRun::new(request.store, llm_trace, request.observer);
+        let (mut store, attached) = new_store(self.pre.engine(), &self.policy, sandbox, world);
         let data = Datasets {
             train: request.train,
             val: request.val,
         };
         let call = async {
+            attached?;
             let algorithm = self.pre.instantiate_async(&mut store).await?;
             algorithm.call_run(&mut store, &request.config_json, &data).await
         };
-        let limit = self.policy.deadline + self.policy.llm_timeout;
+        let limit = self.policy.limits.deadline + self.policy.llm.timeout;
         let result = match tokio::time::timeout(limit, call).await {
             Err(_) => Err(format!(
                 "deadline of {:?} exceeded while the algorithm waited in a host call",
-                self.policy.deadline
+                self.policy.limits.deadline
             )),
-            Ok(Err(trap)) => Err(self.describe_trap("algorithm", &trap, &wasi.stderr.peek()).reason),
+            Ok(Err(trap)) => Err(self.describe_trap("algorithm", &trap, &stderr.peek()).reason),
             Ok(Ok(Err(reason))) => Err(one_line(&reason, MAX_REASON_BYTES)),
             Ok(Ok(Ok(summary))) => Ok(serde_json::from_str(&summary).unwrap_or(serde_json::Value::String(summary))),
         };
         let state = store.into_data();
-        state.llm_trace.finish(&result, &*state.observer).await;
+        state.world.llm_trace.finish(&result, &*state.world.observer).await;
         AlgorithmOutcome {
             result,
-            llm_calls: state.llm.calls,
-            llm_tokens: state.llm.tokens,
-            stdout: wasi.stdout.take(),
-            stderr: wasi.stderr.take(),
+            llm_calls: state.sandbox.llm.calls,
+            llm_tokens: state.sandbox.llm.tokens,
+            stdout: stdout.take(),
+            stderr: stderr.take(),
             elapsed: started.elapsed(),
         }
     }

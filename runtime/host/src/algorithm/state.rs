@@ -1,23 +1,23 @@
-//! What an algorithm run's `Store` holds: its WASI context and limits, the LightningStore it
-//! drives, its LLM gate and LLM trace, the observer that hears its progress, and its open operation spans.
+//! What an algorithm run's `Store` holds besides the sandbox's capabilities (`sandbox/`): the
+//! LightningStore it drives, its LLM trace, the observer that hears its progress, and its open
+//! operation spans.
 
 use super::llm_trace::AlgorithmTrace;
 use super::observer::AlgorithmObserver;
-use crate::imports::llm::LlmGate;
-use crate::memory::MeteredLimits;
+use crate::sandbox::World;
+use crate::spans::AttemptTrace;
+use crate::state::InstanceState;
 use agl_store::LightningStore;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-pub struct AlgorithmState {
-    pub(crate) wasi: WasiCtx,
-    pub(crate) table: ResourceTable,
-    pub(crate) limits: MeteredLimits,
+/// An algorithm run's store data.
+pub type AlgorithmState = InstanceState<AlgorithmRun>;
+
+/// What the algorithm world adds to a run's store.
+pub struct AlgorithmRun {
     pub(crate) store: Arc<dyn LightningStore>,
-    pub(crate) llm: LlmGate,
     /// Its LLM calls as spans of its own rollout (started on the first call).
     pub(crate) llm_trace: AlgorithmTrace,
     pub(crate) observer: Arc<dyn AlgorithmObserver>,
@@ -26,34 +26,24 @@ pub struct AlgorithmState {
     pub(crate) next_operation: u64,
 }
 
-impl AlgorithmState {
+impl World for AlgorithmRun {
+    fn trace(&mut self) -> impl Future<Output = Option<&AttemptTrace>> + Send {
+        self.llm_trace.trace(&*self.observer)
+    }
+}
+
+impl AlgorithmRun {
     pub(crate) fn new(
-        wasi: WasiCtx,
-        limits: MeteredLimits,
         store: Arc<dyn LightningStore>,
-        llm: LlmGate,
         llm_trace: AlgorithmTrace,
         observer: Arc<dyn AlgorithmObserver>,
     ) -> Self {
         Self {
-            wasi,
-            table: ResourceTable::new(),
-            limits,
             store,
-            llm,
             llm_trace,
             observer,
             operations: FxHashMap::default(),
             next_operation: 1,
-        }
-    }
-}
-
-impl WasiView for AlgorithmState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
         }
     }
 }

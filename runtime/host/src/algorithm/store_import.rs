@@ -83,12 +83,12 @@ impl Host for AlgorithmState {
             .enumerate()
             .map(|(i, r)| enqueue_request(i, r))
             .collect::<Result<Vec<_>, _>>()?;
-        let enqueued = self.store.enqueue_rollouts(requests).await.map_err(store_error)?;
+        let enqueued = self.world.store.enqueue_rollouts(requests).await.map_err(store_error)?;
         Ok(enqueued.iter().map(|r| wit_rollout(r, None)).collect())
     }
 
     async fn wait(&mut self, rollout_ids: Vec<String>, timeout_seconds: f64) -> Result<Vec<wit::Rollout>, String> {
-        let store = self.store.clone();
+        let store = self.world.store.clone();
         let finished = store
             .wait_for_rollouts(&rollout_ids, Some(wait_timeout(timeout_seconds)))
             .await
@@ -105,7 +105,12 @@ impl Host for AlgorithmState {
     }
 
     async fn get_rollout(&mut self, rollout_id: String) -> Result<Option<wit::Rollout>, String> {
-        let view = self.store.get_rollout_by_id(&rollout_id).await.map_err(store_error)?;
+        let view = self
+            .world
+            .store
+            .get_rollout_by_id(&rollout_id)
+            .await
+            .map_err(store_error)?;
         Ok(view.map(|v| wit_rollout(&v.rollout, v.attempt.as_ref())))
     }
 
@@ -121,7 +126,7 @@ impl Host for AlgorithmState {
         if !statuses.is_empty() {
             query = query.status_in(statuses.into_iter().map(store_status).collect::<Vec<RolloutStatus>>());
         }
-        let page = self.store.query_rollouts(&query).await.map_err(store_error)?;
+        let page = self.world.store.query_rollouts(&query).await.map_err(store_error)?;
         Ok(page
             .items
             .iter()
@@ -131,7 +136,7 @@ impl Host for AlgorithmState {
 
     async fn query_spans(&mut self, rollout_id: String, attempt_id: Option<String>) -> Result<Vec<String>, String> {
         let query = SpanQuery::for_rollout(rollout_id).attempt(attempt_id.unwrap_or_else(|| "latest".to_owned()));
-        let page = self.store.query_spans(&query).await.map_err(store_error)?;
+        let page = self.world.store.query_spans(&query).await.map_err(store_error)?;
         page.items
             .iter()
             .map(|span| serde_json::to_string(span.as_ref()).map_err(|e| e.to_string()))
@@ -139,7 +144,8 @@ impl Host for AlgorithmState {
     }
 
     async fn cancel(&mut self, rollout_id: String) -> Result<(), String> {
-        self.store
+        self.world
+            .store
             .update_rollout(&rollout_id, RolloutUpdate::status(RolloutStatus::Cancelled))
             .await
             .map(drop)
@@ -148,13 +154,14 @@ impl Host for AlgorithmState {
 
     async fn add_resources(&mut self, resources_json: String) -> Result<String, String> {
         let resources: NamedResources = parse_json("resources-json", &resources_json)?;
-        let added = self.store.add_resources(resources).await.map_err(store_error)?;
+        let added = self.world.store.add_resources(resources).await.map_err(store_error)?;
         Ok(added.resources_id)
     }
 
     async fn update_resources(&mut self, resources_id: String, resources_json: String) -> Result<(), String> {
         let resources: NamedResources = parse_json("resources-json", &resources_json)?;
-        self.store
+        self.world
+            .store
             .update_resources(&resources_id, resources)
             .await
             .map(drop)
@@ -162,12 +169,13 @@ impl Host for AlgorithmState {
     }
 
     async fn latest_resources(&mut self) -> Result<Option<wit::ResourcesVersion>, String> {
-        let latest = self.store.get_latest_resources().await.map_err(store_error)?;
+        let latest = self.world.store.get_latest_resources().await.map_err(store_error)?;
         latest.map(resources_version).transpose()
     }
 
     async fn get_resources(&mut self, resources_id: String) -> Result<Option<wit::ResourcesVersion>, String> {
         let found = self
+            .world
             .store
             .get_resources_by_id(&resources_id)
             .await

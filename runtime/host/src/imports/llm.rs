@@ -6,7 +6,8 @@
 //! through the same gate (`algorithm::host_imports`).
 
 use crate::bindings::llm::{self as wit, Host};
-use crate::policy::{LlmBudget, LlmRequestLimits, SandboxPolicy};
+use crate::policy::{LlmBudget, LlmPolicy, LlmRequestLimits, SandboxPolicy};
+use crate::sandbox::{Capability, InstanceContext, SandboxError, World};
 use crate::spans::{AttemptTrace, LiveSpan, llm as llm_span, names};
 use crate::state::HostState;
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, RequestLimits, Role, Tool};
@@ -38,13 +39,13 @@ fn request_limits(limits: &LlmRequestLimits) -> RequestLimits {
 }
 
 impl LlmGate {
-    pub fn new(backend: Arc<dyn LlmBackend>, policy: &SandboxPolicy) -> Self {
+    pub fn new(backend: Arc<dyn LlmBackend>, policy: &LlmPolicy) -> Self {
         Self {
             backend,
             allowed_models: policy.allowed_models.iter().cloned().collect(),
-            budget: policy.llm_budget,
-            limits: request_limits(&policy.llm_request),
-            timeout: policy.llm_timeout,
+            budget: policy.budget,
+            limits: request_limits(&policy.request),
+            timeout: policy.timeout,
             calls: 0,
             tokens: 0,
         }
@@ -242,9 +243,18 @@ pub(crate) async fn traced_chat(
     }
 }
 
+/// The LLM capability: the gate of one instance, from the policy's `llm` slice. Its imports are
+/// the `agl:agent/llm` interface of each world's bindings.
+impl Capability for LlmGate {
+    fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
+        Ok(Self::new(Arc::clone(&instance.llm), &policy.llm))
+    }
+}
+
 impl Host for HostState {
     async fn chat(&mut self, request: wit::ChatRequest) -> wasmtime::Result<Result<wit::ChatResponse, wit::LlmError>> {
-        let cap = self.trace.budget().max_attribute_bytes;
-        Ok(traced_chat(&mut self.llm, request, Some(&self.trace), cap).await)
+        let trace = self.world.trace().await;
+        let cap = trace.map_or(0, |trace| trace.budget().max_attribute_bytes);
+        Ok(traced_chat(&mut self.sandbox.llm, request, trace, cap).await)
     }
 }

@@ -25,7 +25,7 @@ fn endpoint(llm: &LlmResource) -> LlmEndpoint {
 
 impl HostState {
     fn resource(&self, name: &str) -> Option<&StoreResource> {
-        self.resources.as_ref()?.resources.get(name)
+        self.world.resources.as_ref()?.resources.get(name)
     }
 
     fn format_named_prompt(&self, name: &str, vars: &[(String, String)]) -> Result<String, String> {
@@ -57,21 +57,21 @@ impl Host for HostState {
             KeyValue::new(names::RESOURCE_NAME, name),
             KeyValue::new(names::RESOURCE_FOUND, found.is_some()),
         ];
-        self.trace.instant(names::RESOURCE_GET, attributes, Status::Unset);
+        self.world.trace.instant(names::RESOURCE_GET, attributes, Status::Unset);
         Ok(found)
     }
 
     fn format_prompt(&mut self, name: String, vars: Vec<(String, String)>) -> wasmtime::Result<Result<String, String>> {
         let result = self.format_named_prompt(&name, &vars);
         let mut attributes = vec![KeyValue::new(names::RESOURCE_NAME, name)];
-        if let Some(id) = self.resources.as_ref().map(|r| r.resources_id.clone()) {
+        if let Some(id) = self.world.resources.as_ref().map(|r| r.resources_id.clone()) {
             attributes.push(KeyValue::new(names::RESOURCES_ID, id));
         }
         let status = match &result {
             Ok(_) => Status::Ok,
             Err(e) => Status::error(e.clone()),
         };
-        self.trace.instant(names::FORMAT_PROMPT, attributes, status);
+        self.world.trace.instant(names::FORMAT_PROMPT, attributes, status);
         Ok(result)
     }
 }

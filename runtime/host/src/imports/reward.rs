@@ -49,7 +49,7 @@ fn emit_reward(state: &mut HostState, call: &str, name: &str, value: f64) -> was
     if let Some(why) = invalid_reward(value) {
         return Err(wasmtime::Error::msg(format!("reward.{call}: {why}")));
     }
-    let rewards = &mut state.rewards;
+    let rewards = &mut state.world.rewards;
     if name == PRIMARY {
         rewards.last_primary = Some(value);
     } else {
@@ -57,11 +57,12 @@ fn emit_reward(state: &mut HostState, call: &str, name: &str, value: f64) -> was
     }
     rewards.emitted += 1;
     let recorded = state
+        .world
         .trace
         .instant(names::REWARD, reward_attributes(name, value), Status::Ok);
     // Only a primary reward span can stand as the final one (a lone named dimension is not
     // primary to the adapter).
-    state.rewards.last_recorded = (recorded && name == PRIMARY).then_some(value);
+    state.world.rewards.last_recorded = (recorded && name == PRIMARY).then_some(value);
     Ok(())
 }
 
@@ -73,12 +74,13 @@ pub(crate) fn final_reward(returned: Option<f64>, rewards: &Rewards) -> Option<f
 /// Ends the attempt's rewards: records `final_value` as its last reward span, outside the span
 /// budget, unless the last reward span recorded already holds it and nothing was returned.
 pub(crate) fn record_final_reward(state: &mut HostState, returned: Option<f64>, final_value: f64) {
-    let already_last = returned.is_none() && state.rewards.last_recorded == Some(final_value);
+    let already_last = returned.is_none() && state.world.rewards.last_recorded == Some(final_value);
     if !already_last {
         state
+            .world
             .trace
             .instant_always(names::REWARD, reward_attributes(PRIMARY, final_value), Status::Ok);
-        state.rewards.last_recorded = Some(final_value);
+        state.world.rewards.last_recorded = Some(final_value);
     }
 }
 

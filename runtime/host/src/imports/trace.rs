@@ -26,13 +26,13 @@ impl Host for HostState {
             KeyValue::new(names::LOG_LEVEL, level_name(level)),
             KeyValue::new(names::MESSAGE_BODY, message),
         ];
-        self.trace.instant(names::LOG, attributes, Status::Unset);
+        self.world.trace.instant(names::LOG, attributes, Status::Unset);
         Ok(())
     }
 
     fn message(&mut self, text: String) -> wasmtime::Result<()> {
         let attributes = vec![KeyValue::new(names::MESSAGE_BODY, text)];
-        self.trace.instant(names::MESSAGE, attributes, Status::Unset);
+        self.world.trace.instant(names::MESSAGE, attributes, Status::Unset);
         Ok(())
     }
 
@@ -42,17 +42,17 @@ impl Host for HostState {
             Err(e) => Status::error(format!("not JSON: {e}")),
         };
         let attributes = vec![KeyValue::new(names::OBJECT_JSON, json)];
-        self.trace.instant(names::OBJECT, attributes, status);
+        self.world.trace.instant(names::OBJECT, attributes, status);
         Ok(())
     }
 
     fn start_operation(&mut self, name: String) -> wasmtime::Result<u64> {
-        Ok(self.trace.open_operation(clip(&name, MAX_OPERATION_NAME_BYTES)))
+        Ok(self.world.trace.open_operation(clip(&name, MAX_OPERATION_NAME_BYTES)))
     }
 
     fn end_operation(&mut self, handle: u64, error: Option<String>) -> wasmtime::Result<()> {
-        let cap = self.trace.budget().max_attribute_bytes;
-        self.trace.close_operation(handle, error.map(|e| clip(&e, cap)));
+        let cap = self.world.trace.budget().max_attribute_bytes;
+        self.world.trace.close_operation(handle, error.map(|e| clip(&e, cap)));
         Ok(())
     }
 }

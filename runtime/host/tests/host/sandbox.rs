@@ -4,6 +4,7 @@
 
 use crate::common::*;
 use agl_store::AttemptStatus;
+use agl_wasm::policy::{Grants, Limits};
 use agl_wasm::*;
 use serde_json::json;
 use std::time::Duration;
@@ -31,7 +32,10 @@ fn failure(ran: &Ran) -> &str {
 async fn an_infinite_loop_is_stopped_at_the_deadline() {
     let deadline = Duration::from_millis(300);
     let agent = probe(SandboxPolicy {
-        deadline,
+        limits: Limits {
+            deadline,
+            ..Limits::default()
+        },
         ..SandboxPolicy::default()
     });
     let ran = run(&agent, json!({"do": "spin"}), echo_llm(), None).await;
@@ -59,7 +63,10 @@ fn resident_bytes() -> u64 {
 async fn a_memory_bomb_hits_the_memory_limit_and_host_memory_stays_bounded() {
     let limit = 64 << 20;
     let agent = probe(SandboxPolicy {
-        memory_bytes: limit,
+        limits: Limits {
+            memory_bytes: limit,
+            ..Limits::default()
+        },
         ..SandboxPolicy::default()
     });
     let before = resident_bytes();
@@ -126,12 +133,14 @@ async fn granted_env_and_read_only_dirs_are_visible_and_nothing_more() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("note.txt"), "hello").unwrap();
     let policy = SandboxPolicy {
-        env: vec![("AGENT_MODE".into(), "test".into())],
-        dirs: vec![DirGrant {
-            host_path: dir.clone(),
-            guest_path: "/data".into(),
-            access: DirAccess::ReadOnly,
-        }],
+        grants: Grants {
+            env: vec![EnvGrant::new("AGENT_MODE", "test")],
+            dirs: vec![DirGrant {
+                host_path: dir.clone(),
+                guest_path: "/data".into(),
+                access: DirAccess::ReadOnly,
+            }],
+        },
         ..SandboxPolicy::default()
     };
     let agent = probe(policy);
@@ -192,7 +201,7 @@ async fn ten_megabytes_of_stdout_are_truncated_not_fatal() {
 #[tokio::test]
 async fn an_llm_budget_of_ten_calls_stops_a_thousand_call_flood_after_ten() {
     let mut policy = SandboxPolicy::default();
-    policy.llm_budget.max_calls = 10;
+    policy.llm.budget.max_calls = 10;
     let agent = probe(policy);
     let ran = run(&agent, json!({"do": "llm_flood", "calls": 1000}), echo_llm(), None).await;
     assert_eq!(
@@ -361,7 +370,7 @@ async fn llm_over_http() -> (agl_llm::ServerHandle, std::sync::Arc<dyn agl_llm::
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_llm_requests_are_refused_in_the_guest_and_never_reach_the_endpoint() {
     let mut policy = SandboxPolicy::default();
-    policy.llm_budget.max_tokens = 10_000;
+    policy.llm.budget.max_tokens = 10_000;
     let agent = probe(policy);
     let (server, llm) = llm_over_http().await;
     let cases = [

@@ -1,0 +1,25 @@
+//! The limits capability: the memory limit (a metered `ResourceLimiter`, `memory.rs`), the
+//! wall-clock deadline (epochs, `deadline.rs`) and the fuel budget, set on each new store.
+//! Policy slice: `limits`.
+
+use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
+use crate::memory::MeteredLimits;
+use crate::policy::SandboxPolicy;
+use wasmtime::Store;
+
+impl Capability for MeteredLimits {
+    fn prepare(policy: &SandboxPolicy, _instance: &InstanceContext) -> Result<Self, SandboxError> {
+        Ok(MeteredLimits::new(policy.limits.memory_bytes))
+    }
+
+    fn attach<W: World>(store: &mut Store<InstanceState<W>>, policy: &SandboxPolicy) -> wasmtime::Result<()> {
+        store.limiter(|state| &mut state.sandbox.limits);
+        crate::deadline::arm(store, policy.limits.deadline);
+        match policy.limits.fuel {
+            Some(fuel) => store
+                .set_fuel(fuel)
+                .map_err(|e| e.context("cannot set the fuel budget")),
+            None => Ok(()),
+        }
+    }
+}

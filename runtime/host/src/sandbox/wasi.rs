@@ -1,0 +1,73 @@
+//! The WASI capability: a fresh per-instance WASI context with nothing but what is granted. No
+//! args; env only as granted; preopens only as granted (read-only unless `rw`); no sockets or
+//! name lookups; stdout/stderr captured into bounded buffers; virtual clocks (real ones only by
+//! grant) and a random source seeded from the attempt. Policy slices: `grants`, `clock`, `output`.
+
+use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
+use crate::clocks::{VirtualTime, seeded_rng};
+use crate::output::CappedPipe;
+use crate::policy::{DirAccess, SandboxPolicy};
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// The WASI side of one instance, plus handles to what it prints.
+pub struct WasiState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+    pub stdout: CappedPipe,
+    pub stderr: CappedPipe,
+}
+
+impl Capability for WasiState {
+    fn link<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)
+    }
+
+    /// `instance.start` is where the virtual wall clock begins; `instance.seed` seeds both
+    /// random sources.
+    fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
+        let stdout = CappedPipe::new(policy.output.bytes);
+        let stderr = CappedPipe::new(policy.output.bytes);
+        let mut builder = WasiCtxBuilder::new();
+        builder.stdout(stdout.clone()).stderr(stderr.clone());
+        builder.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        for grant in &policy.grants.env {
+            builder.env(&grant.name, &grant.value);
+        }
+        for grant in &policy.grants.dirs {
+            let perms = match grant.access {
+                DirAccess::ReadOnly => FsPerms::ReadOnly,
+                DirAccess::ReadWrite => FsPerms::ReadWrite,
+            };
+            builder
+                .preopened_dir(&grant.host_path, &grant.guest_path, perms)
+                .map_err(|e| SandboxError(format!("cannot grant {}: {e}", grant.host_path.display())))?;
+        }
+        if !policy.clock.real {
+            let time = VirtualTime::starting_at(instance.start);
+            builder
+                .wall_clock(time.wall_clock())
+                .monotonic_clock(time.monotonic_clock());
+        }
+        let seed = instance.seed;
+        builder
+            .secure_random(seeded_rng(seed))
+            .insecure_random(seeded_rng(seed.rotate_left(17)));
+        builder.insecure_random_seed(u128::from(seed) << 64 | u128::from(seed.rotate_left(31)));
+        Ok(Self {
+            ctx: builder.build(),
+            table: ResourceTable::new(),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+impl<W: World> WasiView for InstanceState<W> {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.sandbox.wasi.ctx,
+            table: &mut self.sandbox.wasi.table,
+        }
+    }
+}
