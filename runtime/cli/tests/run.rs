@@ -406,6 +406,23 @@ fn help_teaches_the_flags_and_exit_codes() {
 }
 
 #[test]
+fn an_agent_fuel_budget_leaves_the_algorithm_unmetered() {
+    // --agent-fuel builds the engine with fuel metering; the algorithm, which has no budget,
+    // once started with none and failed at its first instruction ("fuel budget of 0 exhausted").
+    let math = repo().join("examples/math-agent");
+    let output = Cli::new("dev")
+        .flag("--agent", &math)
+        .flag("--train", math.join("data/val.jsonl"))
+        .flag("--resources", math.join("initial-resources.json"))
+        .flag("--llm-script", math.join("rules.json"))
+        .flag("--agent-fuel", "100000000")
+        .output();
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("train          8          8"), "{stdout}");
+}
+
+#[test]
 fn dev_runs_the_baseline_by_default_on_an_agent_crate() {
     let classifier = repo().join("examples/classifier-agent");
     let output = Cli::new("dev")

@@ -19,7 +19,12 @@ impl Capability for MeteredLimits {
             Some(fuel) => store
                 .set_fuel(fuel)
                 .map_err(|e| e.context("cannot set the fuel budget")),
-            None => Ok(()),
+            // No budget: unmetered. An engine that counts fuel (because the agent has a budget)
+            // would otherwise start the algorithm's store with none; one that does not refuses.
+            None => {
+                let _ = store.set_fuel(u64::MAX);
+                Ok(())
+            }
         }
     }
 }
