@@ -6,6 +6,7 @@ mod args;
 mod build_cmd;
 mod builtin;
 mod c_folder;
+mod c_heap;
 mod components;
 mod fleet;
 mod inputs;
@@ -72,6 +73,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    c_heap::configure();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match resume::rewrite_command_line(&argv) {
         Ok(Some(rewritten)) => Cli::try_parse_keeping_flags(rewritten).unwrap_or_else(|e| e.exit()),

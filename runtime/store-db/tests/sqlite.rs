@@ -84,6 +84,46 @@ mod file {
         assert_eq!(view.map(|v| v.rollout), Some(rollout));
     }
 
+    /// The store remembers what it wrote between calls; a write by another connection to the
+    /// same file (another process) must not be overwritten by what it remembers.
+    #[tokio::test]
+    async fn writes_by_another_connection_are_seen_by_the_next_call() {
+        let path = fresh_path();
+        let store = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+        let rollout = store
+            .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 1})))
+            .await
+            .unwrap();
+        store.update_worker("w-1", WorkerUpdate::default()).await.unwrap();
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other
+            .execute(
+                "UPDATE rollouts SET record = json_set(record, '$.input', json('{\"q\": 2}')) WHERE rollout_id = ?1",
+                [&rollout.rollout_id],
+            )
+            .unwrap();
+        other
+            .execute("DELETE FROM workers WHERE worker_id = 'w-1'", [])
+            .unwrap();
+        drop(other);
+
+        let updated = store
+            .update_rollout(&rollout.rollout_id, RolloutUpdate::status(RolloutStatus::Running))
+            .await
+            .unwrap();
+        assert_eq!(
+            updated.input,
+            serde_json::json!({"q": 2}),
+            "the other connection's input is kept"
+        );
+        let dequeued = store.dequeue_rollouts(1, Some("w-2")).await.unwrap();
+        assert!(dequeued.is_empty(), "a running rollout is not in the queue");
+        assert!(
+            store.get_worker_by_id("w-1").await.unwrap().is_none(),
+            "the deleted worker stays deleted"
+        );
+    }
+
     #[test]
     fn a_file_that_is_not_a_database_is_one_clear_error() {
         let path = fresh_path();

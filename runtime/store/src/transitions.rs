@@ -94,17 +94,20 @@ fn new_attempt<S: Storage + ?Sized>(
     now: f64,
     dequeued: bool,
 ) -> StoreResult<Attempt> {
+    let sequence_id = storage.attempt_count(&rollout.rollout_id)? + 1;
     let mut attempt_id = new_attempt_id();
-    while storage
-        .read_attempt(&rollout.rollout_id, AttemptRef::Id(&attempt_id), |_| ())?
-        .is_some()
+    // Ids are unique per rollout: a first attempt cannot collide, so only later ones look.
+    while sequence_id > 1
+        && storage
+            .read_attempt(&rollout.rollout_id, AttemptRef::Id(&attempt_id), |_| ())?
+            .is_some()
     {
         attempt_id = new_attempt_id();
     }
     let attempt = Attempt {
         rollout_id: rollout.rollout_id.clone(),
         attempt_id,
-        sequence_id: storage.attempt_count(&rollout.rollout_id)? + 1,
+        sequence_id,
         start_time: now,
         end_time: None,
         status: AttemptStatus::Preparing,

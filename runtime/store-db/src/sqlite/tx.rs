@@ -1,13 +1,13 @@
 //! [`SqliteTx`]: the store's [`Storage`] primitives as SQL on one SQLite transaction (see
-//! `migrations/sqlite/` for the tables). Records are kept as their wire JSON; the rollouts a job
-//! touches are cached for the job, since one transition reads its rollout several times.
+//! `migrations/sqlite/` for the tables). Records are kept as their wire JSON; what the writer
+//! wrote or read before is taken from its [`Recall`] instead of read again.
 
+use super::recall::{Recall, RecalledRollout};
 use agl_store::model::*;
 use agl_store::{AttemptRef, Storage, StorageCounts, StoreError, StoreResult};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A database error, as the store reports it.
@@ -34,17 +34,17 @@ pub(crate) fn status_name<T: Serialize>(status: &T) -> StoreResult<String> {
 /// One job's view of the database, inside the writer's transaction.
 pub(crate) struct SqliteTx<'c> {
     conn: &'c Connection,
-    /// The rollouts this job has read or written, as stored.
-    rollouts: HashMap<String, Rollout>,
+    recall: &'c mut Recall,
     /// Rollouts that finished in this job: their waiters are woken after the commit.
     pub finished: Vec<String>,
 }
 
 impl<'c> SqliteTx<'c> {
-    pub fn new(conn: &'c Connection) -> Self {
+    pub fn new(conn: &'c Connection, recall: &'c mut Recall) -> Self {
+        recall.start_job();
         Self {
             conn,
-            rollouts: HashMap::new(),
+            recall,
             finished: Vec::new(),
         }
     }
@@ -74,9 +74,9 @@ impl<'c> SqliteTx<'c> {
             .map_err(db_error)
     }
 
-    /// The rollout, from the job's cache or the database.
-    fn cached_rollout(&mut self, rollout_id: &str) -> StoreResult<Option<&mut Rollout>> {
-        if !self.rollouts.contains_key(rollout_id) {
+    /// The rollout (with its attempt count, where known), remembered or read.
+    fn cached_rollout(&mut self, rollout_id: &str) -> StoreResult<Option<&mut RecalledRollout>> {
+        if self.recall.rollout(rollout_id).is_none() {
             let record: Option<String> = self.first(
                 "SELECT record FROM rollouts WHERE rollout_id = ?1",
                 [rollout_id],
@@ -85,17 +85,19 @@ impl<'c> SqliteTx<'c> {
             let Some(record) = record else {
                 return Ok(None);
             };
-            self.rollouts.insert(rollout_id.to_owned(), from_json(&record)?);
+            return Ok(Some(self.recall.read_rollout(from_json(&record)?, None, record.len())));
         }
-        Ok(self.rollouts.get_mut(rollout_id))
+        Ok(self.recall.rollout(rollout_id))
     }
 
-    fn write_rollout(&self, rollout: &Rollout) -> StoreResult<()> {
+    /// Overwrites the stored rollout, and remembers it.
+    fn write_rollout(&mut self, rollout: &Rollout) -> StoreResult<()> {
         let (status, record) = (status_name(&rollout.status)?, to_json(rollout)?);
         self.exec(
             "UPDATE rollouts SET status = ?2, record = ?3 WHERE rollout_id = ?1",
             params![rollout.rollout_id, status, record],
         )?;
+        self.recall.wrote_rollout(rollout, record.len());
         Ok(())
     }
 
@@ -119,11 +121,11 @@ impl<'c> SqliteTx<'c> {
 
 impl Storage for SqliteTx<'_> {
     fn rollout(&mut self, rollout_id: &str) -> StoreResult<Option<Rollout>> {
-        Ok(self.cached_rollout(rollout_id)?.map(|rollout| rollout.clone()))
+        Ok(self.cached_rollout(rollout_id)?.map(|cached| cached.rollout.clone()))
     }
 
     fn read_rollout<T>(&mut self, rollout_id: &str, read: impl FnOnce(&Rollout) -> T) -> StoreResult<Option<T>> {
-        Ok(self.cached_rollout(rollout_id)?.map(|rollout| read(rollout)))
+        Ok(self.cached_rollout(rollout_id)?.map(|cached| read(&cached.rollout)))
     }
 
     fn insert_rollout(&mut self, rollout: &Rollout) -> StoreResult<bool> {
@@ -140,14 +142,13 @@ impl Storage for SqliteTx<'_> {
             "DELETE FROM orphan_span_counters WHERE rollout_id = ?1",
             [&rollout.rollout_id],
         )?;
-        self.rollouts.insert(rollout.rollout_id.clone(), rollout.clone());
+        self.recall.touch_rollout(&rollout.rollout_id);
+        self.recall.read_rollout(rollout.clone(), Some(0), record.len());
         Ok(true)
     }
 
     fn save_rollout(&mut self, rollout: &Rollout) -> StoreResult<()> {
-        self.write_rollout(rollout)?;
-        self.rollouts.insert(rollout.rollout_id.clone(), rollout.clone());
-        Ok(())
+        self.write_rollout(rollout)
     }
 
     fn save_rollout_status(
@@ -156,12 +157,12 @@ impl Storage for SqliteTx<'_> {
         status: RolloutStatus,
         end_time: Option<f64>,
     ) -> StoreResult<()> {
-        let Some(rollout) = self.cached_rollout(rollout_id)? else {
+        let Some(cached) = self.cached_rollout(rollout_id)? else {
             return Ok(());
         };
+        let mut rollout = cached.rollout.clone();
         rollout.status = status;
         rollout.end_time = end_time;
-        let rollout = rollout.clone();
         self.write_rollout(&rollout)
     }
 
@@ -180,22 +181,28 @@ impl Storage for SqliteTx<'_> {
     fn pop_queue(&mut self, limit: usize) -> StoreResult<Vec<Rollout>> {
         let mut out = Vec::new();
         while out.len() < limit {
-            let head: Option<String> = self.first(
-                "SELECT rollout_id FROM rollouts WHERE queue_seq IS NOT NULL ORDER BY queue_seq LIMIT 1",
+            // The head leaves the queue in one statement, which also answers what a dequeue
+            // reads next: the rollout and how many attempts it has.
+            let head: Option<(String, String, u32)> = self.first(
+                "UPDATE rollouts SET queue_seq = NULL
+                 WHERE seq = (SELECT seq FROM rollouts WHERE queue_seq IS NOT NULL ORDER BY queue_seq LIMIT 1)
+                 RETURNING rollout_id, record,
+                     (SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE attempts.rollout_id = rollouts.rollout_id)",
                 [],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )?;
-            let Some(rollout_id) = head else {
+            let Some((rollout_id, record, attempts)) = head else {
                 break;
             };
-            self.exec(
-                "UPDATE rollouts SET queue_seq = NULL WHERE rollout_id = ?1",
-                [&rollout_id],
-            )?;
-            if let Some(rollout) = self.cached_rollout(&rollout_id)?
-                && rollout.status.is_queuing()
-            {
-                out.push(rollout.clone());
+            let cached = match self.recall.rollout(&rollout_id) {
+                Some(cached) => cached,
+                None => self
+                    .recall
+                    .read_rollout(from_json(&record)?, Some(attempts), record.len()),
+            };
+            cached.attempts = Some(attempts);
+            if cached.rollout.status.is_queuing() {
+                out.push(cached.rollout.clone());
             }
         }
         Ok(out)
@@ -206,13 +213,20 @@ impl Storage for SqliteTx<'_> {
     }
 
     fn attempt_count(&mut self, rollout_id: &str) -> StoreResult<u32> {
-        Ok(self
+        if let Some(count) = self.recall.rollout(rollout_id).and_then(|cached| cached.attempts) {
+            return Ok(count);
+        }
+        let count = self
             .first(
                 "SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE rollout_id = ?1",
                 [rollout_id],
                 |row| row.get(0),
             )?
-            .unwrap_or(0))
+            .unwrap_or(0);
+        if let Some(cached) = self.recall.rollout(rollout_id) {
+            cached.attempts = Some(count);
+        }
+        Ok(count)
     }
 
     fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
@@ -255,6 +269,10 @@ impl Storage for SqliteTx<'_> {
                 to_json(attempt)?
             ],
         )?;
+        self.recall.touch_rollout(&attempt.rollout_id);
+        if let Some(cached) = self.recall.rollout(&attempt.rollout_id) {
+            cached.attempts = cached.attempts.map(|count| count.max(attempt.sequence_id));
+        }
         Ok(())
     }
 
@@ -263,17 +281,23 @@ impl Storage for SqliteTx<'_> {
             "UPDATE attempts SET watchdog_at = ?3 WHERE rollout_id = ?1 AND sequence_id = ?2",
             params![attempt.rollout_id, attempt.sequence_id, at],
         )?;
+        self.recall.scheduled(at);
         Ok(())
     }
 
     fn watchdog_due(&mut self, now: f64) -> StoreResult<bool> {
-        Ok(self
+        if self.recall.nothing_due_before(now) {
+            return Ok(false);
+        }
+        let earliest: Option<f64> = self
             .first(
-                "SELECT EXISTS (SELECT 1 FROM attempts WHERE watchdog_at < ?1)",
-                [now],
+                "SELECT MIN(watchdog_at) FROM attempts WHERE watchdog_at IS NOT NULL",
+                [],
                 |row| row.get(0),
             )?
-            .unwrap_or(false))
+            .flatten();
+        self.recall.set_watchdog_floor(earliest);
+        Ok(earliest.is_some_and(|at| at < now))
     }
 
     fn pop_watchdog(&mut self, now: f64) -> StoreResult<Option<(String, u32)>> {
@@ -345,25 +369,36 @@ impl Storage for SqliteTx<'_> {
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [&update.resources_id],
         )?;
+        self.recall.set_latest_resources(Some(update.resources_id.clone()));
         Ok(())
     }
 
     fn latest_resources_id(&mut self) -> StoreResult<Option<String>> {
-        self.first(
+        if let Some(known) = self.recall.latest_resources() {
+            return Ok(known);
+        }
+        let latest = self.first(
             "SELECT value FROM store_values WHERE key = 'latest_resources'",
             [],
             |row| row.get(0),
-        )
+        )?;
+        self.recall.set_latest_resources(latest.clone());
+        Ok(latest)
     }
 
     fn modify_worker<T>(&mut self, worker_id: &str, modify: impl FnOnce(&mut Worker) -> T) -> StoreResult<T> {
-        let record: Option<String> =
-            self.first("SELECT record FROM workers WHERE worker_id = ?1", [worker_id], |row| {
-                row.get(0)
-            })?;
-        let mut worker = match record {
-            Some(text) => from_json(&text)?,
-            None => Worker::new(worker_id),
+        let mut worker = match self.recall.worker(worker_id) {
+            Some(known) => known.clone(),
+            None => {
+                let record: Option<String> =
+                    self.first("SELECT record FROM workers WHERE worker_id = ?1", [worker_id], |row| {
+                        row.get(0)
+                    })?;
+                match record {
+                    Some(text) => from_json(&text)?,
+                    None => Worker::new(worker_id),
+                }
+            }
         };
         let out = modify(&mut worker);
         self.exec(
@@ -371,6 +406,7 @@ impl Storage for SqliteTx<'_> {
              ON CONFLICT (worker_id) DO UPDATE SET record = excluded.record",
             params![worker_id, to_json(&worker)?],
         )?;
+        self.recall.wrote_worker(worker);
         Ok(out)
     }
 

@@ -2,8 +2,9 @@
 //! [`SqliteTx`]); it runs every job waiting in one transaction — each in a savepoint, so a job
 //! that fails leaves no trace — commits, and only then answers each caller: a write is
 //! acknowledged once it is in the database (group commit, WAL). Reads go through it too, so they
-//! see every acknowledged write.
+//! see every acknowledged write. Between transactions it keeps a [`Recall`] of what it wrote.
 
+use super::recall::Recall;
 use super::tx::{SqliteTx, db_error};
 use agl_store::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
@@ -37,6 +38,7 @@ pub(crate) enum Message {
 /// Runs jobs until every sender is gone; `on_finished` hears the rollouts that finished in each
 /// committed group.
 pub(crate) fn run(mut conn: Connection, messages: mpsc::Receiver<Message>, on_finished: impl Fn(Vec<String>)) {
+    let mut recall = Recall::default();
     let mut next = messages.recv().ok();
     while let Some(message) = next.take() {
         let first = match message {
@@ -62,7 +64,7 @@ pub(crate) fn run(mut conn: Connection, messages: mpsc::Receiver<Message>, on_fi
                 Err(_) => break,
             }
         }
-        let (answers, finished, failure) = run_group(&mut conn, group);
+        let (answers, finished, failure) = run_group(&mut conn, &mut recall, group);
         for answer in answers {
             answer(failure.clone());
         }
@@ -79,7 +81,11 @@ type Answers = Vec<Box<dyn FnOnce(Option<StoreError>) + Send>>;
 
 /// One transaction over the group: the answers to give, the rollouts that finished, and the
 /// error that undid the whole group (the transaction could not begin or commit), if any.
-fn run_group(conn: &mut Connection, group: Vec<Job>) -> (Answers, Vec<String>, Option<StoreError>) {
+fn run_group(
+    conn: &mut Connection,
+    recall: &mut Recall,
+    group: Vec<Job>,
+) -> (Answers, Vec<String>, Option<StoreError>) {
     let mut answers: Answers = Vec::with_capacity(group.len());
     let mut finished = Vec::new();
     let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
@@ -90,29 +96,41 @@ fn run_group(conn: &mut Connection, group: Vec<Job>) -> (Answers, Vec<String>, O
             return (answers, finished, Some(db_error(error)));
         }
     };
+    match tx.query_row("PRAGMA data_version", [], |row| row.get::<_, i64>(0)) {
+        Ok(version) => recall.begin(version),
+        Err(error) => {
+            tracing::warn!("SQLite store: cannot read the data version: {error}");
+            recall.forget_all();
+        }
+    }
     for job in group {
         if let Err(error) = run_cached(&tx, "SAVEPOINT job") {
             tracing::error!("SQLite store: cannot open a savepoint: {error}");
             continue;
         }
-        let mut view = SqliteTx::new(&tx);
+        let mut view = SqliteTx::new(&tx, recall);
         let end = job(&mut view);
         let closed = if end.succeeded {
             finished.append(&mut view.finished);
             run_cached(&tx, "RELEASE job")
         } else {
+            recall.job_failed();
             run_cached(&tx, "ROLLBACK TO job").and_then(|()| run_cached(&tx, "RELEASE job"))
         }
         .map_err(db_error);
         match closed {
             Ok(()) => answers.push(end.answer),
             Err(error) => {
+                recall.forget_all();
                 let answer = end.answer;
                 answers.push(Box::new(move |_| answer(Some(error))));
             }
         }
     }
     let failure = tx.commit().err().map(db_error);
+    if failure.is_some() {
+        recall.forget_all();
+    }
     (answers, finished, failure)
 }
 
