@@ -3,7 +3,7 @@
 //! which records it as a span.
 
 use crate::bindings::agl::agent::{resources, reward};
-use crate::{Error, Llm, Mode, Prompt, Resource, Result, RolloutContext};
+use crate::{Error, Http, Llm, Mode, Prompt, Resource, Result, RolloutContext};
 
 /// The context of one attempt, handed to the agent function by [`export_agent!`](crate::export_agent).
 #[derive(Debug)]
@@ -44,6 +44,11 @@ impl Ctx {
     /// The host's LLM.
     pub fn llm(&self) -> Llm {
         Llm::new()
+    }
+
+    /// Outgoing HTTP, to the hosts the sandbox grants (none unless the host is told).
+    pub fn http(&self) -> Http {
+        Http
     }
 
     /// Records the rollout's primary reward (a later one replaces an earlier one as "final").

@@ -43,6 +43,7 @@
 
 mod ctx;
 mod error;
+mod http;
 mod llm;
 mod prompt;
 mod rollout;
@@ -67,6 +68,7 @@ pub use bindings::agl::agent::trace::Level;
 pub use bindings::agl::agent::types::{Mode, RolloutContext};
 pub use ctx::Ctx;
 pub use error::{Error, Result};
+pub use http::{Http, HttpError, HttpRequest, HttpResponse};
 pub use llm::Llm;
 pub use prompt::Prompt;
 pub use rollout::FinalReward;
@@ -79,8 +81,8 @@ pub use serde_json;
 /// Everything an agent usually needs: `use agl_sdk::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        ChatRequest, ChatResponse, Ctx, Error, FinalReward, Level, Llm, LlmEndpoint, LlmError, Message, Mode, Prompt,
-        PromptTemplate, Resource, Result, Role, Tool, ToolCall, Trace, Usage,
+        ChatRequest, ChatResponse, Ctx, Error, FinalReward, Http, HttpRequest, HttpResponse, Level, Llm, LlmEndpoint,
+        LlmError, Message, Mode, Prompt, PromptTemplate, Resource, Result, Role, Tool, ToolCall, Trace, Usage,
     };
 }
 
