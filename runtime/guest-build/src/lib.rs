@@ -74,6 +74,7 @@ pub const GUESTS: &[Guest] = &[
     library("sdk/rust-algorithm"),
     component("examples/math-agent"),
     component("examples/classifier-agent"),
+    component("examples/tool-agent"),
     component("tests/guests/probe"),
     component("tests/guests/wrong-world"),
     component("plugins/baseline"),
