@@ -15,6 +15,7 @@
 
 mod clock;
 mod grants;
+mod http;
 mod limits;
 mod llm;
 mod output;
@@ -23,6 +24,10 @@ pub mod value;
 
 pub use clock::{Clock, ClockOptions};
 pub use grants::{DirAccess, DirGrant, EnvGrant, GrantOptions, Grants, parse_dir_grant, parse_env_grant};
+pub use http::{
+    DEFAULT_HTTP_MAX_REQUESTS, DEFAULT_HTTP_MAX_RESPONSE_BYTES, DEFAULT_HTTP_TIMEOUT, Granted, HostMatch, HostPattern,
+    HttpOptions, HttpPolicy, HttpScheme, parse_host_pattern,
+};
 pub use limits::{
     ALGORITHM_DEADLINE, ALGORITHM_MEMORY_BYTES, DEFAULT_DEADLINE, DEFAULT_MEMORY_BYTES, Limits, LimitsOptions,
 };
@@ -82,10 +87,12 @@ pub struct SandboxPolicy {
     pub llm: LlmPolicy,
     /// Spans per attempt: count, bytes, bytes per attribute.
     pub spans: SpanBudget,
+    /// Outgoing HTTP: granted hosts, requests, timeout, response size.
+    pub http: HttpPolicy,
 }
 
 /// Every sandbox setting one layer may give: the manifest file (the slices' keys at the top
-/// level, `[llm]` and `[spans]` as tables) and the agent's flags (`agl-host run --agent-*`; the
+/// level, `[llm]`, `[spans]` and `[http]` as tables) and the agent's flags (`agl-host run --agent-*`; the
 /// CLI flattens this struct) are this one struct.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -108,6 +115,9 @@ pub struct SandboxOptions {
     #[command(flatten)]
     #[serde(default)]
     pub spans: SpanOptions,
+    #[command(flatten)]
+    #[serde(default)]
+    pub http: HttpOptions,
 }
 
 impl Layer for SandboxOptions {
@@ -119,6 +129,7 @@ impl Layer for SandboxOptions {
         self.clock.apply(&mut policy.clock);
         self.llm.apply(&mut policy.llm);
         self.spans.apply(&mut policy.spans);
+        self.http.apply(&mut policy.http);
     }
 }
 
@@ -215,6 +226,12 @@ mod tests {
         assert!(policy.grants.dirs.is_empty() && policy.grants.env.is_empty());
         assert!(policy.llm.allowed_models.is_empty());
         assert!(policy.limits.fuel.is_none() && !policy.clock.real);
+        assert!(policy.http.allowed_hosts.is_empty(), "no outgoing HTTP");
+        assert_eq!(
+            (policy.http.max_requests, policy.http.timeout, policy.http.max_response_bytes),
+            (100, Duration::from_secs(30), 10 << 20)
+        );
+        assert_eq!(SandboxPolicy::algorithm_defaults().http, HttpPolicy::default());
     }
 
     #[test]
@@ -412,6 +429,50 @@ mod tests {
     }
 
     #[test]
+    fn outgoing_http_is_granted_by_the_manifest_and_the_flags() {
+        let mut policy = SandboxPolicy::default();
+        policy
+            .apply_manifest(
+                r#"
+                [http]
+                allowed-outbound-hosts = ["https://api.example.com", "http://127.0.0.1:8080"]
+                max-requests = 10
+                timeout = "5s"
+                max-response-size = "1MiB"
+                "#,
+            )
+            .unwrap();
+        let granted: Vec<String> = policy.http.allowed_hosts.iter().map(|p| p.to_string()).collect();
+        assert_eq!(granted, ["https://api.example.com", "http://127.0.0.1:8080"]);
+        assert_eq!(
+            (policy.http.max_requests, policy.http.timeout, policy.http.max_response_bytes),
+            (10, Duration::from_secs(5), 1 << 20)
+        );
+        let err = SandboxPolicy::default()
+            .apply_manifest("[http]\nallowed-outbound-hosts = [\"https://*\"]")
+            .unwrap_err();
+        assert!(err.to_string().contains("every host"), "{err}");
+        assert!(
+            SandboxPolicy::default()
+                .apply_manifest("allowed-outbound-hosts = [\"https://a.example.com\"]")
+                .is_err(),
+            "the grants live in the [http] table"
+        );
+        let mut flags = SandboxOptions::default();
+        flags.http.allowed_outbound_hosts.push("https://*.example.org".parse().unwrap());
+        flags.http.max_requests = Some(3);
+        policy.apply(flags);
+        assert_eq!(policy.http.allowed_hosts.len(), 3, "grants add up");
+        assert_eq!(policy.http.max_requests, 3, "the flag's");
+        assert_eq!(policy.http.timeout, Duration::from_secs(5), "the manifest's");
+        let mut algorithm = SandboxPolicy::algorithm_defaults();
+        let mut agent_flags = SandboxOptions::default();
+        agent_flags.http.allowed_outbound_hosts.push("https://a.example.com".parse().unwrap());
+        algorithm.apply(agent_flags.shared_with_algorithm());
+        assert!(algorithm.http.allowed_hosts.is_empty(), "an agent's grants are not the algorithm's");
+    }
+
+    #[test]
     fn the_flags_are_the_manifest_keys() {
         use clap::{Args, Command};
         let command = SandboxOptions::augment_args(Command::new("sandbox"));
@@ -436,9 +497,13 @@ mod tests {
             "agent-max-spans",
             "agent-max-span-bytes",
             "agent-max-attribute-bytes",
+            "agent-http",
+            "agent-http-requests",
+            "agent-http-timeout",
+            "agent-http-max-response",
         ] {
             assert!(flags.contains(&flag), "--{flag} is missing from {flags:?}");
         }
-        assert_eq!(flags.len(), 18, "one flag per manifest key: {flags:?}");
+        assert_eq!(flags.len(), 22, "one flag per manifest key: {flags:?}");
     }
 }
