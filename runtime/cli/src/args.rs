@@ -243,6 +243,38 @@ pub struct StoreArgs {
     /// share it).
     #[arg(long, value_name = "URL", env = "AGL_DB", default_value = "memory")]
     pub db: String,
+    /// Serve Agent-lightning's LLM proxy on this port too (under --token): OpenAI's
+    /// /v1/chat/completions and /v1/models, forwarded to --llm-endpoint (or answered from
+    /// --llm-script), and the same under /rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1/ (and
+    /// /proxy/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/mode/train|val/openai/v1/), where every call
+    /// is recorded as an LLM span of that attempt.
+    #[arg(long)]
+    pub llm_proxy: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
+}
+
+/// How the LLM proxy forwards (with `--llm-proxy`).
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Another OpenAI-compatible API root serving --llm-model (same key): each rollout's calls
+    /// all go to one of --llm-endpoint and these, picked by its rollout id. Repeat for more.
+    #[arg(long = "llm-replica", value_name = "URL", requires = "llm_endpoint")]
+    pub llm_replicas: Vec<String>,
+    /// Ask the upstream for token ids (vLLM's return_token_ids) on every call under an attempt,
+    /// and for logprobs in train mode; they are recorded on the span (for RL). vLLM only: other
+    /// servers refuse the field.
+    #[arg(long)]
+    pub llm_token_ids: bool,
+    /// Retries of a call the upstream answered 408, 409, 429 or 5xx, or did not answer (with
+    /// exponential backoff, honouring Retry-After).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub llm_retries: u32,
+    /// The limit on one exchange with the upstream (for a stream: on each wait for its next event).
+    #[arg(long, default_value = "120s", value_name = "DURATION")]
+    pub llm_proxy_timeout: String,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 use crate::args::StoreArgs;
 use crate::inputs::InputError;
 use crate::output::stderr_line;
-use agl_server::{ServerOptions, serve};
+use agl_server::{ServerOptions, serve, serve_with};
 use agl_store::{LightningStore, StoreOptions};
 use anyhow::Context;
 use std::process::ExitCode;
@@ -12,6 +12,16 @@ use std::sync::Arc;
 
 pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     let db = args.db.parse::<agl_store_db::DbUrl>()?;
+    let upstreams = match (args.llm_proxy, args.llm.is_configured()) {
+        (true, _) => Some(crate::llm::proxy_upstreams(&args.llm, &args.proxy)?),
+        (false, true) => {
+            return Err(
+                InputError("--llm-endpoint and --llm-script are the LLM proxy's: add --llm-proxy".into()).into(),
+            );
+        }
+        (false, false) => None,
+    };
+    let token_ids = args.proxy.llm_token_ids;
     let options = server_options(args)?;
     if !options.host.is_loopback() && options.token.is_none() {
         stderr_line(&format!(
@@ -22,7 +32,25 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     let mut interrupts = crate::signals::Interrupts::register()?;
     let backend = agl_store_db::open(&db, StoreOptions::default())?;
     let store: Arc<dyn LightningStore> = backend.clone();
-    let handle = serve(store, options).await.context("starting the store server")?;
+    let proxy = upstreams.map(|upstreams| {
+        let mut config = agl_proxy::ProxyConfig::new(upstreams);
+        config.token_ids = token_ids;
+        config.max_body_bytes = options.max_body_bytes;
+        config.body_read_timeout = options.body_read_timeout;
+        agl_proxy::Proxy::new(store.clone(), config)
+    });
+    let handle = match &proxy {
+        Some(proxy) => serve_with(store, options, proxy.router()).await,
+        None => serve(store, options).await,
+    }
+    .context("starting the store server")?;
+    if let Some(proxy) = &proxy {
+        stderr_line(&format!(
+            "agl-host store: LLM proxy at {url}/v1, per attempt {url}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 (-> {})",
+            proxy.describe(),
+            url = handle.url()
+        ));
+    }
     stderr_line(&format!(
         "agl-host store: listening on {} (store: {}; Ctrl-C to stop)",
         handle.url(),

@@ -5,12 +5,14 @@
 //! - [`limits`]: bounds on one request (bytes, `max_tokens`, tools), checked before it is sent;
 //! - [`ScriptedBackend`]: offline, deterministic answers from a JSON rules file;
 //! - [`server`]: an OpenAI-compatible HTTP front for any backend, with a
-//!   fault-injection hook for tests.
+//!   fault-injection hook for tests;
+//! - [`openai_json`]: the chat-completions JSON for code that relays it (the LLM proxy).
 
 pub mod backend;
 pub mod error;
 pub mod limits;
 pub mod openai;
+pub mod openai_json;
 mod retry;
 pub mod scripted;
 pub mod server;

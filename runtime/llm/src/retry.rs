@@ -16,7 +16,7 @@ pub(crate) fn is_retryable_status(status: u16) -> bool {
 /// The wait before retry number `retry` (0 for the first): `initial * 2^retry`, capped at
 /// [`MAX_BACKOFF`], of which the first half is fixed and the second half random (jitter, so that
 /// many clients rate-limited together do not come back together).
-pub(crate) fn backoff(initial: Duration, retry: u32) -> Duration {
+pub fn backoff(initial: Duration, retry: u32) -> Duration {
     let base = initial.saturating_mul(2u32.saturating_pow(retry)).min(MAX_BACKOFF);
     let half = base / 2;
     half + half.mul_f64(fastrand::f64())
@@ -24,7 +24,7 @@ pub(crate) fn backoff(initial: Duration, retry: u32) -> Duration {
 
 /// A `Retry-After` value in (possibly fractional) seconds, capped at [`MAX_RETRY_AFTER`]. The
 /// HTTP-date form is not supported (`None`: the computed backoff applies).
-pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let seconds: f64 = value.trim().parse().ok()?;
     if !seconds.is_finite() || seconds < 0.0 {
         return None;

@@ -1,8 +1,10 @@
 //! An OpenAI-compatible HTTP front (axum on tokio) for any [`LlmBackend`]:
-//! `POST /v1/chat/completions` and `GET /v1/models`, with [`Faults`] to script failing statuses
-//! and delays, so that clients' retries and timeouts can be tested for real over loopback.
+//! `POST /v1/chat/completions` (streamed as server-sent events when asked) and `GET /v1/models`,
+//! with [`Faults`] to script failing statuses and delays, so that clients' retries and timeouts
+//! can be tested for real over loopback.
 
 mod faults;
+mod sse;
 
 use std::io;
 use std::net::SocketAddr;
@@ -36,6 +38,7 @@ struct Seen {
     chat_requests: AtomicU64,
     last_request: Mutex<Option<ChatRequest>>,
     last_authorization: Mutex<Option<String>>,
+    last_body: Mutex<Option<serde_json::Value>>,
 }
 
 struct AppState {
@@ -83,6 +86,16 @@ impl ServerHandle {
     pub fn last_authorization(&self) -> Option<String> {
         self.seen
             .last_authorization
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The JSON body of the latest chat request, as sent (fields this crate does not read
+    /// included, e.g. `return_token_ids`); `None` before any, or when it was not JSON.
+    pub fn last_body(&self) -> Option<serde_json::Value> {
+        self.seen
+            .last_body
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -204,6 +217,11 @@ async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap
         .last_authorization
         .lock()
         .unwrap_or_else(PoisonError::into_inner) = authorization;
+    let raw: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+    let stream = raw.as_ref().and_then(|b| b.get("stream")) == Some(&serde_json::Value::Bool(true));
+    let include_usage =
+        raw.as_ref().and_then(|b| b.pointer("/stream_options/include_usage")) == Some(&serde_json::Value::Bool(true));
+    *state.seen.last_body.lock().unwrap_or_else(PoisonError::into_inner) = raw;
 
     if !state.faults.delay.is_zero() {
         let mut shutdown = state.shutdown.clone();
@@ -237,6 +255,11 @@ async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap
     match state.backend.chat(&request).await {
         Ok(response) => {
             let id = format!("chatcmpl-{}", index + 1);
+            if stream {
+                let events = sse::events(&response, &id, unix_now(), include_usage);
+                let body = sse::body(events, state.faults.stream_gap);
+                return ([(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"))], body).into_response();
+            }
             axum::Json(WireResponse::from_chat(&response, id, unix_now())).into_response()
         }
         Err(error) => llm_error_response(error),

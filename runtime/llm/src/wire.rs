@@ -190,7 +190,7 @@ pub(crate) fn content_text(content: Option<&Value>) -> String {
 
 /// The message of an OpenAI-shaped error body (`error.message`, or `error` as a string, or a
 /// top-level `message`/`detail`), if the body has one.
-pub(crate) fn error_message(body: &[u8]) -> Option<String> {
+pub fn error_message(body: &[u8]) -> Option<String> {
     let value: Value = serde_json::from_slice(body).ok()?;
     let error = value.get("error");
     let text = error

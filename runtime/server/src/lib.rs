@@ -11,7 +11,8 @@
 //! (OTLP/HTTP) is served too, by `agl_otlp`.
 //!
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
-//! and runs it until [`ServerHandle::shutdown`].
+//! and runs it until [`ServerHandle::shutdown`]; [`serve_with`] serves more routes beside the
+//! store's on the same port, under the same token and body limit (the LLM proxy's).
 
 mod auth;
 mod connections;
@@ -29,7 +30,7 @@ pub use options::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PORT, DEFAULT_WRITE_STALL_TIMEOUT, ServerOptions,
 };
-pub use server::{SHUTDOWN_GRACE, ServerHandle, serve};
+pub use server::{SHUTDOWN_GRACE, ServerHandle, serve, serve_with};
 
 use agl_store::LightningStore;
 use std::sync::Arc;
@@ -37,5 +38,5 @@ use std::sync::Arc;
 /// The whole HTTP API over `store`, with the options' token check and body limit applied.
 /// `host` and `port` are not used here (see [`serve`]).
 pub fn router(store: Arc<dyn LightningStore>, options: &ServerOptions) -> axum::Router {
-    routes::build(store, options, None)
+    routes::build(store, options, None, None)
 }

@@ -18,13 +18,31 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Binds `options.host:options.port` and serves the store API there until the returned handle
 /// is shut down (or dropped). Needs a Tokio runtime.
 pub async fn serve(store: Arc<dyn LightningStore>, options: ServerOptions) -> Result<ServerHandle, ServerError> {
+    start(store, options, None).await
+}
+
+/// [`serve`], with `extra`'s routes served beside the store's (e.g. the LLM proxy): the token
+/// check and the body limit cover them too; a path both serve is a programming error (panics).
+pub async fn serve_with(
+    store: Arc<dyn LightningStore>,
+    options: ServerOptions,
+    extra: axum::Router,
+) -> Result<ServerHandle, ServerError> {
+    start(store, options, Some(extra)).await
+}
+
+async fn start(
+    store: Arc<dyn LightningStore>,
+    options: ServerOptions,
+    extra: Option<axum::Router>,
+) -> Result<ServerHandle, ServerError> {
     let addr = SocketAddr::new(options.host, options.port);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local_addr = listener.local_addr().map_err(ServerError::LocalAddr)?;
     let (stop, stopped) = watch::channel(false);
-    let app = routes::build(store, &options, Some(stopped.clone()));
+    let app = routes::build(store, &options, Some(stopped.clone()), extra);
     let limits = ConnectionLimits::from_options(&options);
     // Accept errors are retried inside; this only ends on shutdown (or when the handle is gone).
     let task = tokio::spawn(connections::serve(listener, app, limits, stopped));

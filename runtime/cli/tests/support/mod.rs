@@ -76,9 +76,19 @@ impl ServerProcess {
     /// `BINARY store --port 0 ARGS...` (another build of agl-host); returns once it printed its
     /// URL.
     pub fn store_of(binary: &std::path::Path, args: &[&str]) -> ServerProcess {
+        Self::store_with_env(binary, args, &[])
+    }
+
+    /// `agl-host store --port 0 ARGS...` with the variables `env` set for it.
+    pub fn agl_host_store_with_env(args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
+        Self::store_with_env(std::path::Path::new(env!("CARGO_BIN_EXE_agl-host")), args, env)
+    }
+
+    fn store_with_env(binary: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         let mut child = Command::new(binary)
             .args(["store", "--port", "0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

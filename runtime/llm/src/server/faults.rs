@@ -1,6 +1,6 @@
 //! Scripted misbehaviour for the test server ([`serve_with_faults`](super::serve_with_faults)):
 //! the first chat answers replaced by given HTTP statuses (with `Retry-After`, a message or a raw
-//! body), and a delay before every chat answer.
+//! body), a delay before every chat answer, and a gap between a streamed answer's events.
 
 use std::time::Duration;
 
@@ -12,6 +12,8 @@ pub struct Faults {
     pub leading: Vec<Fault>,
     /// Waited before answering every chat request (faulty or not).
     pub delay: Duration,
+    /// Waited between the events of a streamed answer (`"stream": true`).
+    pub stream_gap: Duration,
 }
 
 impl Faults {
@@ -24,6 +26,12 @@ impl Faults {
     /// The next `times` chat requests get `fault`.
     pub fn then_times(mut self, times: usize, fault: Fault) -> Self {
         self.leading.extend(std::iter::repeat_n(fault, times));
+        self
+    }
+
+    /// A streamed answer's events come `gap` apart.
+    pub fn with_stream_gap(mut self, gap: Duration) -> Self {
+        self.stream_gap = gap;
         self
     }
 

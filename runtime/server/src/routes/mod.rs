@@ -52,11 +52,13 @@ pub(crate) fn created<T>(value: T) -> Created<T> {
     (StatusCode::CREATED, crate::json::Json(value))
 }
 
-/// Builds the router: routes, fallbacks, body limit, then (outermost) the token check.
+/// Builds the router: routes (the store's, and `extra`'s beside them), fallbacks, body limit,
+/// then (outermost) the token check, which covers `extra` too.
 pub(crate) fn build(
     store: Arc<dyn LightningStore>,
     options: &ServerOptions,
     shutdown: Option<watch::Receiver<bool>>,
+    extra: Option<Router>,
 ) -> Router {
     let state = AppState {
         store,
@@ -115,8 +117,12 @@ pub(crate) fn build(
         .route("/v1/traces", post(otlp::traces))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
-        .layer(DefaultBodyLimit::max(options.max_body_bytes));
+        .with_state(state);
+    let router = match extra {
+        Some(extra) => router.merge(extra),
+        None => router,
+    }
+    .layer(DefaultBodyLimit::max(options.max_body_bytes));
     match &options.token {
         Some(token) => router.layer(axum::middleware::from_fn_with_state(
             ExpectedToken(Arc::from(token.as_str())),

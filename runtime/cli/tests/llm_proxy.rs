@@ -1,0 +1,592 @@
+//! The LLM proxy of `agl-host store --llm-proxy`, end to end: the real binary in front of a real
+//! OpenAI-compatible server on loopback (`agl_llm::serve`, which also streams), driven over HTTP.
+//! One test per row: a call under an attempt lands as an LLM span of that attempt (and only
+//! there); a stream is passed on event by event and recorded as one span; the store's token is
+//! required and the upstream's key never leaves the host; errors keep their status in OpenAI's
+//! shape; retries, pausing, token ids, model swaps through resources and pinning by rollout.
+
+mod support;
+
+use agl_llm::{Fault, Faults, ScriptedBackend, ServerHandle};
+use reqwest::blocking::{Client, Response};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::ServerProcess;
+
+/// An OpenAI-compatible server answering from `rules` (a scripted backend), misbehaving as
+/// `faults` says, on a runtime of its own.
+struct Llm {
+    runtime: tokio::runtime::Runtime,
+    server: Option<ServerHandle>,
+}
+
+const ECHO_RULES: &str = r#"{"model": "m", "rules": [
+    {"when": [{"role": "user", "matches": "^say (.*)$"}], "reply": "{1}", "usage": {"input_tokens": 7, "output_tokens": 3}}
+], "fallback": {"reply": "ok"}}"#;
+
+impl Llm {
+    fn serve(faults: Faults) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let answers = ScriptedBackend::from_json_str(ECHO_RULES).expect("rules");
+        let server = runtime
+            .block_on(agl_llm::serve_with_faults(
+                Arc::new(answers),
+                "127.0.0.1:0".parse().expect("address"),
+                faults,
+            ))
+            .expect("the LLM serves");
+        Self {
+            runtime,
+            server: Some(server),
+        }
+    }
+
+    fn handle(&self) -> &ServerHandle {
+        self.server.as_ref().expect("serving")
+    }
+
+    fn url(&self) -> String {
+        self.handle().base_url()
+    }
+}
+
+impl Drop for Llm {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.runtime.block_on(server.shutdown());
+        }
+    }
+}
+
+/// `agl-host store --llm-proxy --llm-endpoint LLM --llm-model m EXTRA...`.
+fn proxy_store(llm: &Llm, extra: &[&str]) -> ServerProcess {
+    let url = llm.url();
+    let mut args = vec!["--llm-proxy", "--llm-endpoint", url.as_str(), "--llm-model", "m"];
+    args.extend_from_slice(extra);
+    ServerProcess::agl_host_store(&args)
+}
+
+/// A client of the store and its proxy, with the store's token when it has one.
+struct Api {
+    client: Client,
+    url: String,
+    token: Option<String>,
+}
+
+impl Api {
+    fn new(server: &ServerProcess, token: Option<&str>) -> Self {
+        Api {
+            client: Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("client"),
+            url: server.url.clone(),
+            token: token.map(str::to_owned),
+        }
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Response {
+        let mut request = self.client.post(format!("{}{path}", self.url)).json(body);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        request.send().expect("the store answers")
+    }
+
+    fn get(&self, path: &str) -> Response {
+        let mut request = self.client.get(format!("{}{path}", self.url));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        request.send().expect("the store answers")
+    }
+
+    /// A running rollout (through the store's API): its id and its attempt's.
+    fn start_rollout(&self, mode: &str, resources_id: Option<&str>) -> (String, String) {
+        let mut body = json!({"input": {"task": 1}, "mode": mode});
+        if let Some(id) = resources_id {
+            body["resources_id"] = json!(id);
+        }
+        let started: Value = self
+            .post("/v1/agl/rollouts", &body)
+            .json()
+            .expect("an attempted rollout");
+        let rollout = started["rollout_id"].as_str().expect("rollout_id").to_owned();
+        let attempt = started["attempt"]["attempt_id"]
+            .as_str()
+            .expect("attempt_id")
+            .to_owned();
+        (rollout, attempt)
+    }
+
+    fn spans(&self, rollout_id: &str) -> Vec<Value> {
+        let page: Value = self
+            .get(&format!("/v1/agl/spans?rollout_id={rollout_id}"))
+            .json()
+            .expect("a page of spans");
+        page["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// `/rollout/R/attempt/A/v1/chat/completions` with one user message.
+    fn chat(&self, rollout_id: &str, attempt_id: &str, text: &str) -> Response {
+        self.post(
+            &format!("/rollout/{rollout_id}/attempt/{attempt_id}/v1/chat/completions"),
+            &json!({"model": "m", "messages": [{"role": "user", "content": text}]}),
+        )
+    }
+}
+
+fn ok_json(response: Response) -> Value {
+    let status = response.status();
+    let text = response.text().expect("a body");
+    assert!(status.is_success(), "HTTP {status}: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn error_of(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().expect("a body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
+}
+
+#[test]
+fn a_call_under_an_attempt_is_recorded_as_an_llm_span_of_that_attempt() {
+    let llm = Llm::serve(Faults::default());
+    let store = proxy_store(&llm, &[]);
+    let api = Api::new(&store, None);
+    let (r1, a1) = api.start_rollout("train", None);
+    let (r2, a2) = api.start_rollout("val", None);
+
+    let answer = ok_json(api.chat(&r1, &a1, "say hello"));
+    assert_eq!(answer["choices"][0]["message"]["content"], "hello");
+    assert_eq!(answer["usage"]["prompt_tokens"], 7);
+    ok_json(api.chat(&r2, &a2, "say bye"));
+    // Outside any attempt: answered, recorded nowhere.
+    let plain = ok_json(api.post(
+        "/v1/chat/completions",
+        &json!({"messages": [{"role": "user", "content": "say plain"}]}),
+    ));
+    assert_eq!(plain["choices"][0]["message"]["content"], "plain");
+    let models = ok_json(api.get("/v1/models"));
+    assert_eq!(models["data"][0]["id"], "m");
+
+    for (rollout, attempt, text, mode) in [(&r1, &a1, "hello", "train"), (&r2, &a2, "bye", "val")] {
+        let spans = api.spans(rollout);
+        assert_eq!(spans.len(), 1, "one span per call, on its own rollout: {spans:?}");
+        let span = &spans[0];
+        assert_eq!(span["name"], "openai.chat.completion");
+        assert_eq!(span["attempt_id"], attempt.as_str());
+        assert_eq!(span["status"]["status_code"], "OK");
+        let attributes = &span["attributes"];
+        assert_eq!(attributes["gen_ai.request.model"], "m");
+        assert_eq!(attributes["gen_ai.prompt.0.role"], "user");
+        assert_eq!(attributes["gen_ai.prompt.0.content"], format!("say {text}"));
+        assert_eq!(attributes["gen_ai.completion.0.content"], text);
+        assert_eq!(attributes["gen_ai.usage.input_tokens"], 7);
+        assert_eq!(attributes["gen_ai.usage.output_tokens"], 3);
+        assert_eq!(attributes["agl.llm.proxy.mode"], mode);
+        assert_eq!(attributes["agl.llm.proxy.stream"], false);
+        assert!(
+            attributes["gen_ai.response.id"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty()),
+            "{attributes}"
+        );
+    }
+    // Agent-lightning 1.0's spelling of the route, with the mode in it.
+    let (r3, a3) = api.start_rollout("train", None);
+    ok_json(api.post(
+        &format!("/proxy/rollout/{r3}/attempt/{a3}/mode/val/openai/v1/chat/completions"),
+        &json!({"messages": [{"role": "user", "content": "say one"}]}),
+    ));
+    let spans = api.spans(&r3);
+    assert_eq!(spans[0]["attributes"]["agl.llm.proxy.mode"], "val");
+    assert_eq!(spans[0]["attributes"]["gen_ai.completion.0.content"], "one");
+}
+
+/// The `data:` payloads of a server-sent-events body, each with when it arrived.
+fn read_events(response: Response) -> Vec<(Instant, String)> {
+    let mut events = Vec::new();
+    for line in BufReader::new(response).lines() {
+        let line = line.expect("a line of the stream");
+        if let Some(data) = line.strip_prefix("data: ") {
+            events.push((Instant::now(), data.to_owned()));
+        }
+    }
+    events
+}
+
+#[test]
+fn a_stream_is_passed_on_event_by_event_and_recorded_as_one_span() {
+    let gap = Duration::from_millis(150);
+    let llm = Llm::serve(Faults::default().with_stream_gap(gap));
+    let store = proxy_store(&llm, &[]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+
+    let response = api.post(
+        &format!("/rollout/{rollout}/attempt/{attempt}/v1/chat/completions"),
+        &json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "say one two three four"}]}),
+    );
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(
+        response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"))
+    );
+    let events = read_events(response);
+    assert_eq!(events.last().map(|(_, data)| data.as_str()), Some("[DONE]"));
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|(_, data)| serde_json::from_str(data).expect("a JSON chunk"))
+        .collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "one two three four");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["choices"].as_array().is_some_and(|a| !a.is_empty())),
+        "the usage chunk the proxy asked for is not passed on to a client that did not: {chunks:?}"
+    );
+    // 8 events 150 ms apart upstream: the first reached the client long before the last.
+    let spread = events.last().expect("events").0 - events[0].0;
+    assert!(
+        spread >= gap * 4,
+        "events arrived together ({spread:?}): buffered, not passed on"
+    );
+
+    let spans = api.spans(&rollout);
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    let attributes = &spans[0]["attributes"];
+    assert_eq!(attributes["gen_ai.completion.0.content"], "one two three four");
+    assert_eq!(attributes["gen_ai.usage.input_tokens"], 7);
+    assert_eq!(attributes["gen_ai.usage.output_tokens"], 3);
+    assert_eq!(attributes["agl.llm.proxy.stream"], true);
+    assert_eq!(attributes["gen_ai.response.finish_reasons"], json!(["stop"]));
+
+    // A client that asks for the usage gets its chunk.
+    let response = api.post(
+        &format!("/rollout/{rollout}/attempt/{attempt}/v1/chat/completions"),
+        &json!({"stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "say x"}]}),
+    );
+    let events = read_events(response);
+    let usage: Vec<Value> = events
+        .iter()
+        .filter_map(|(_, data)| serde_json::from_str::<Value>(data).ok())
+        .filter(|c| c["usage"].is_object())
+        .collect();
+    assert_eq!(usage.len(), 1, "{events:?}");
+    assert_eq!(usage[0]["usage"]["completion_tokens"], 3);
+}
+
+#[test]
+fn a_scripted_backend_answers_plain_and_streamed_calls() {
+    let rules = support::Scratch::new("proxy-rules");
+    let path = rules.path("rules.json");
+    std::fs::write(&path, ECHO_RULES).expect("rules file");
+    let path = path.display().to_string();
+    let store = ServerProcess::agl_host_store(&["--llm-proxy", "--llm-script", &path]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+    let answer = ok_json(api.chat(&rollout, &attempt, "say scripted"));
+    assert_eq!(answer["choices"][0]["message"]["content"], "scripted");
+    let events = read_events(api.post(
+        &format!("/rollout/{rollout}/attempt/{attempt}/v1/chat/completions"),
+        &json!({"stream": true, "messages": [{"role": "user", "content": "say streamed"}]}),
+    ));
+    assert_eq!(events.last().map(|(_, d)| d.as_str()), Some("[DONE]"));
+    let spans = api.spans(&rollout);
+    let completions: Vec<&Value> = spans
+        .iter()
+        .map(|s| &s["attributes"]["gen_ai.completion.0.content"])
+        .collect();
+    assert_eq!(completions, [&json!("scripted"), &json!("streamed")]);
+    let ids: std::collections::HashSet<&str> = spans
+        .iter()
+        .filter_map(|s| s["attributes"]["gen_ai.response.id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "each call has its own completion id: {spans:?}");
+}
+
+#[test]
+fn the_token_is_required_and_the_upstream_key_stays_on_the_host() {
+    const KEY: &str = "sk-upstream-secret-4711";
+    let llm = Llm::serve(Faults::default());
+    let url = llm.url();
+    // The key comes from the environment (the variable --llm-api-key-env names).
+    let args = [
+        "--llm-proxy",
+        "--llm-endpoint",
+        url.as_str(),
+        "--llm-model",
+        "m",
+        "--llm-api-key-env",
+        "AGL_TEST_PROXY_KEY",
+        "--token",
+        "store-token",
+        "-vv",
+    ];
+    let store = ServerProcess::agl_host_store_with_env(&args, &[("AGL_TEST_PROXY_KEY", KEY)]);
+    let anonymous = Api::new(&store, None);
+    let (status, _) = error_of(anonymous.post(
+        "/v1/chat/completions",
+        &json!({"messages": [{"role": "user", "content": "hi"}]}),
+    ));
+    assert_eq!(status, 401);
+    let api = Api::new(&store, Some("store-token"));
+    let (rollout, attempt) = api.start_rollout("train", None);
+    let (status, _) = error_of(anonymous.chat(&rollout, &attempt, "say hi"));
+    assert_eq!(status, 401, "the per-attempt routes need the token too");
+    ok_json(api.chat(&rollout, &attempt, "say hi"));
+    assert_eq!(
+        llm.handle().last_authorization().as_deref(),
+        Some(format!("Bearer {KEY}").as_str()),
+        "the upstream gets the host's key, not the store's token"
+    );
+    let spans = serde_json::to_string(&api.spans(&rollout)).expect("spans as JSON");
+    assert!(spans.contains("openai.chat.completion"));
+    assert!(!spans.contains(KEY), "the key is in a span: {spans}");
+    assert!(!spans.contains("store-token"), "the token is in a span: {spans}");
+    assert!(!store.log().contains(KEY), "the key is in the log:\n{}", store.log());
+}
+
+#[test]
+fn errors_keep_their_status_in_openais_shape() {
+    let llm = Llm::serve(
+        Faults::default()
+            .then(Fault::status(400).with_message("model m does not exist"))
+            .then_times(2, Fault::status(503).with_message("overloaded")),
+    );
+    let store = proxy_store(&llm, &["--llm-retries", "1", "--max-body", "4KiB"]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+
+    // The upstream's 400 is relayed as it was, at once.
+    let (status, body) = error_of(api.chat(&rollout, &attempt, "say a"));
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (400, Some("model m does not exist"))
+    );
+    // A 503 past the retries (1) is relayed with its status.
+    let (status, body) = error_of(api.chat(&rollout, &attempt, "say b"));
+    assert_eq!((status, body["error"]["message"].as_str()), (503, Some("overloaded")));
+    assert_eq!(llm.handle().chat_requests(), 3, "400 once, 503 twice (one retry)");
+    // Both failures are recorded on the attempt as ERROR spans naming the upstream's answer.
+    let spans = api.spans(&rollout);
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    for (span, needle) in spans
+        .iter()
+        .zip(["HTTP 400: model m does not exist", "HTTP 503: overloaded"])
+    {
+        assert_eq!(span["status"]["status_code"], "ERROR");
+        let why = span["attributes"]["error.type"].as_str().unwrap_or_default();
+        assert!(why.contains(needle), "{why}");
+    }
+
+    // The proxy's own refusals.
+    let (status, body) = error_of(api.chat("ro-nowhere", "at-nowhere", "say c"));
+    assert_eq!((status, body["error"]["type"].as_str()), (404, Some("not_found_error")));
+    let (status, body) = error_of(api.chat(&rollout, "at-other", "say c"));
+    assert_eq!((status, body["error"]["type"].as_str()), (404, Some("not_found_error")));
+    let (status, body) = error_of(
+        api.client
+            .post(format!("{}/v1/chat/completions", api.url))
+            .header("content-type", "application/json")
+            .body("{not json")
+            .send()
+            .expect("answered"),
+    );
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (400, Some("invalid_request_error"))
+    );
+    let long = "x".repeat(8 << 10);
+    let (status, body) = error_of(api.chat(&rollout, &attempt, &long));
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (413, Some("invalid_request_error"))
+    );
+
+    // An upstream that is not there: 502 once the retries are spent.
+    drop(llm);
+    let (status, body) = error_of(api.chat(&rollout, &attempt, "say d"));
+    assert_eq!((status, body["error"]["type"].as_str()), (502, Some("upstream_error")));
+}
+
+#[test]
+fn a_rate_limited_call_is_retried_and_a_paused_proxy_answers_429() {
+    let llm = Llm::serve(Faults::default().then(Fault::status(429).with_retry_after(0)));
+    let store = proxy_store(&llm, &[]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+    ok_json(api.chat(&rollout, &attempt, "say later"));
+    let spans = api.spans(&rollout);
+    assert_eq!(spans[0]["attributes"]["agl.llm.proxy.retries"], 1);
+
+    let state = ok_json(api.post(
+        "/proxy/pause",
+        &json!({"retry_after_seconds": 3, "reason": "new weights"}),
+    ));
+    assert_eq!(state["paused"], true);
+    let response = api.chat(&rollout, &attempt, "say now");
+    assert_eq!(response.status().as_u16(), 429);
+    assert_eq!(
+        response.headers().get("retry-after").and_then(|v| v.to_str().ok()),
+        Some("3")
+    );
+    let (_, body) = error_of(response);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("new weights")),
+        "{body}"
+    );
+    assert_eq!(ok_json(api.get("/proxy/state"))["paused"], true);
+    ok_json(api.post("/proxy/resume", &json!({})));
+    ok_json(api.chat(&rollout, &attempt, "say now"));
+}
+
+#[test]
+fn token_ids_are_asked_in_train_mode_and_recorded() {
+    let vllm_answer = json!({
+        "id": "chatcmpl-vllm-1", "model": "m", "prompt_token_ids": [1, 2, 3],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "four"}, "finish_reason": "stop",
+                     "token_ids": [4], "logprobs": {"content": [{"token": "four", "logprob": -0.25}]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    });
+    let llm = Llm::serve(Faults::default().then(Fault::status(200).with_body(vllm_answer.to_string())));
+    let store = proxy_store(&llm, &["--llm-token-ids"]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+    let train = format!("/proxy/rollout/{rollout}/attempt/{attempt}/mode/train/openai/v1/chat/completions");
+    let answer = ok_json(api.post(&train, &json!({"messages": [{"role": "user", "content": "2+2?"}]})));
+    assert_eq!(
+        answer["prompt_token_ids"],
+        json!([1, 2, 3]),
+        "the upstream's answer is relayed whole"
+    );
+    let sent = llm.handle().last_body().expect("a body");
+    assert_eq!(
+        (sent["return_token_ids"].clone(), sent["logprobs"].clone()),
+        (json!(true), json!(true))
+    );
+    let spans = api.spans(&rollout);
+    let attributes = &spans[0]["attributes"];
+    assert_eq!(attributes["prompt_token_ids"], json!([1, 2, 3]));
+    assert_eq!(attributes["response_token_ids"], json!([4]));
+    assert!(
+        attributes["logprobs.content"]
+            .as_str()
+            .is_some_and(|l| l.contains("-0.25"))
+    );
+
+    let val = format!("/proxy/rollout/{rollout}/attempt/{attempt}/mode/val/openai/v1/chat/completions");
+    ok_json(api.post(&val, &json!({"messages": [{"role": "user", "content": "say v"}]})));
+    let sent = llm.handle().last_body().expect("a body");
+    assert_eq!(sent["return_token_ids"], true);
+    assert!(sent.get("logprobs").is_none(), "no logprobs asked in val mode: {sent}");
+}
+
+#[test]
+fn the_model_follows_the_rollouts_resources_and_rollouts_are_pinned() {
+    let (first, second) = (Llm::serve(Faults::default()), Llm::serve(Faults::default()));
+    let replica = second.url();
+    let store = proxy_store(&first, &["--llm-replica", &replica]);
+    let api = Api::new(&store, None);
+    let resources = |model: &str| {
+        let added: Value = api
+            .post(
+                "/v1/agl/resources",
+                &json!({"llm": {"resource_type": "proxy_llm", "endpoint": format!("{}/v1", api.url), "model": model}}),
+            )
+            .json()
+            .expect("a resources update");
+        added["resources_id"].as_str().expect("resources_id").to_owned()
+    };
+    let (v1, v2) = (resources("model-a"), resources("model-b"));
+    let sent_model = || {
+        [&first, &second]
+            .iter()
+            .filter_map(|l| l.handle().last_body())
+            .map(|b| b["model"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let (r1, a1) = api.start_rollout("train", Some(&v1));
+    ok_json(api.chat(&r1, &a1, "say a"));
+    assert!(sent_model().contains(&"model-a".to_owned()), "{:?}", sent_model());
+    // A new resources version: the next rollouts use its model, nothing restarted.
+    let (r2, a2) = api.start_rollout("train", Some(&v2));
+    ok_json(api.chat(&r2, &a2, "say b"));
+    assert_eq!(api.spans(&r2)[0]["attributes"]["gen_ai.request.model"], "model-b");
+
+    // Each rollout's calls all go to one upstream; rollouts spread over both.
+    let counts = || (first.handle().chat_requests(), second.handle().chat_requests());
+    let mut used = [false, false];
+    for _ in 0..8 {
+        let (rollout, attempt) = api.start_rollout("train", None);
+        let before = counts();
+        for _ in 0..3 {
+            ok_json(api.chat(&rollout, &attempt, "say x"));
+        }
+        let after = counts();
+        let delta = (after.0 - before.0, after.1 - before.1);
+        assert!(
+            delta == (3, 0) || delta == (0, 3),
+            "a rollout's calls were split: {delta:?}"
+        );
+        used[usize::from(delta.1 == 3)] = true;
+    }
+    assert_eq!(used, [true, true], "8 rollouts all went to one upstream");
+}
+
+/// Agent-lightning 0.3.0's `TracerTraceToTriplet` turns the proxy's spans into triplets, its
+/// `ProxyLLM` resource names our per-attempt route, and the `openai` client (plain and streamed)
+/// talks to the proxy: `tests/python/proxy_triplets.py` in the venv of `tests/python_client.rs`.
+#[test]
+fn agentlightning_reads_the_proxys_spans_as_triplets() {
+    let llm = Llm::serve(Faults::default());
+    let store = proxy_store(&llm, &[]);
+    let python = support::prepare_venv();
+    let mut child = std::process::Command::new(&python)
+        .arg(support::workspace_root().join("tests/python/proxy_triplets.py"))
+        .args(["--url", &store.url])
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the venv's python starts");
+    // Importing agentlightning takes ~15 s on a busy 2-core machine.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    while child.try_wait().expect("poll python").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = child.wait_with_output().expect("python's output");
+    assert!(
+        output.status.success(),
+        "proxy_triplets.py failed ({}):\n{}\n{}\n--- agl-host store stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        store.log()
+    );
+    println!("{}", String::from_utf8_lossy(&output.stdout));
+}

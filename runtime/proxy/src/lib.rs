@@ -1,0 +1,106 @@
+//! agl-proxy: Agent-lightning's LLM proxy, built in. An OpenAI-compatible front (axum) before
+//! the `agl-llm` backends: `POST /v1/chat/completions` and `GET /v1/models`, and the same under
+//! a rollout's attempt — `/rollout/{rollout_id}/attempt/{attempt_id}/v1/...` (0.3.0's
+//! `LLMProxy`) and `/proxy/rollout/{rollout_id}/attempt/{attempt_id}/mode/{train|val}/openai/v1/...`
+//! (1.0's) — where every call is recorded as an LLM span of that attempt through the
+//! `LightningStore` trait. Streams are passed on event by event and recorded as one span.
+//!
+//! It owns the routes, forwarding, retries and recording; not the listening socket nor the
+//! token check (the store's server mounts [`Proxy::router`] beside its own routes, under its
+//! token), nor which backends exist (the binary builds the [`Upstream`]s from its flags).
+
+mod error;
+mod pause;
+mod record;
+mod routes;
+mod stream;
+mod upstream;
+
+pub use error::ProxyError;
+pub use pause::{DEFAULT_RETRY_AFTER_SECONDS, PauseRequest, PauseState};
+pub use record::{HTTP_STATUS, PROXY_MODE, PROXY_RETRIES, PROXY_STREAM, PROXY_UPSTREAM};
+pub use upstream::{Upstream, UpstreamError, Upstreams};
+
+use agl_store::LightningStore;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the proxy behaves.
+#[derive(Clone)]
+pub struct ProxyConfig {
+    /// Where calls go; a rollout's calls all go to the one its id picks.
+    pub upstreams: Upstreams,
+    /// Ask the upstream for token ids (vLLM's `return_token_ids`) on every call under an attempt,
+    /// and for logprobs in train mode, as Agent-lightning 1.0 does; they land on the span. Off
+    /// by default: servers other than vLLM refuse the unknown field.
+    pub token_ids: bool,
+    /// Longer request bodies are refused with 413.
+    pub max_body_bytes: usize,
+    /// A body that takes longer to arrive is refused with 408.
+    pub body_read_timeout: Duration,
+    /// Text attributes of a span are clipped to this many bytes (the host's own cap).
+    pub attribute_cap: usize,
+}
+
+impl ProxyConfig {
+    /// `upstreams` with every other setting at its default (no token ids, 16 MiB bodies read
+    /// within 60 s, 64 KiB attributes).
+    pub fn new(upstreams: Upstreams) -> Self {
+        ProxyConfig {
+            upstreams,
+            token_ids: false,
+            max_body_bytes: 16 << 20,
+            body_read_timeout: Duration::from_secs(60),
+            attribute_cap: agl_wasm::MAX_ATTRIBUTE_BYTES,
+        }
+    }
+}
+
+/// The proxy over one store. Cheap to clone; every clone is the same proxy (one pause switch).
+#[derive(Clone)]
+pub struct Proxy {
+    shared: Arc<routes::Shared>,
+}
+
+impl Proxy {
+    pub fn new(store: Arc<dyn LightningStore>, config: ProxyConfig) -> Self {
+        Proxy {
+            shared: Arc::new(routes::Shared {
+                store,
+                config,
+                pause: pause::Pause::default(),
+            }),
+        }
+    }
+
+    /// The proxy's routes, to mount beside the store's (`agl_server::serve_with`).
+    pub fn router(&self) -> axum::Router {
+        routes::router(self.shared.clone())
+    }
+
+    /// New calls are answered 429 with `Retry-After: retry_after_seconds` until [`Self::resume`].
+    pub fn pause(&self, request: PauseRequest) -> PauseState {
+        self.shared.pause.pause(request)
+    }
+
+    pub fn resume(&self) -> PauseState {
+        self.shared.pause.resume()
+    }
+
+    pub fn state(&self) -> PauseState {
+        self.shared.pause.state()
+    }
+
+    /// For the start-up line: each upstream's address or name (never a key).
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self
+            .shared
+            .config
+            .upstreams
+            .all()
+            .iter()
+            .map(Upstream::describe)
+            .collect();
+        names.join(", ")
+    }
+}
