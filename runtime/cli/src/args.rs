@@ -407,6 +407,14 @@ pub struct CommonArgs {
     pub unresponsive_after: Option<String>,
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// Serve the LLM proxy (as `agl-host store --llm-proxy`) with the run's store on 127.0.0.1
+    /// (--port; 0: any free port), forwarding to the run's LLM, and point the run's `proxy_llm`
+    /// resources at it (one named `llm` is added when there is none): agents that call an
+    /// OpenAI endpoint over HTTP have their calls recorded as spans of their attempt.
+    #[arg(long)]
+    pub llm_proxy: bool,
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
     /// The agent's sandbox, on top of its manifest (limits replace, grants add up).
     #[command(flatten)]
     pub sandbox: SandboxOptions,

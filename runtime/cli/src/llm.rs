@@ -77,3 +77,75 @@ pub fn proxy_upstreams(args: &LlmArgs, proxy: &ProxyArgs) -> Result<agl_proxy::U
         InputError("--llm-proxy needs an LLM: --llm-endpoint URL --llm-model MODEL, or --llm-script RULES.json".into())
     })
 }
+
+/// The run's resources with the LLM proxy at `endpoint` (its `/v1` root) in them: every
+/// `proxy_llm` resource pointed at it (its model, when empty, the upstream's default); with none,
+/// one named `llm` is added (unless the name is taken). Returns what was done, for the log.
+pub fn with_proxy_resource(
+    resources: Option<agl_store::NamedResources>,
+    endpoint: &str,
+    model: &str,
+) -> (agl_store::NamedResources, String) {
+    use agl_store::{LlmResource, Resource};
+    let mut resources = resources.unwrap_or_default();
+    let mut pointed = Vec::new();
+    for (name, resource) in resources.iter_mut() {
+        if let Resource::ProxyLlm(llm) = resource {
+            llm.endpoint = endpoint.to_owned();
+            if llm.model.trim().is_empty() {
+                llm.model = model.to_owned();
+            }
+            pointed.push(name.clone());
+        }
+    }
+    if !pointed.is_empty() {
+        return (
+            resources,
+            format!("proxy_llm resource(s) {} point at it", pointed.join(", ")),
+        );
+    }
+    if resources.contains_key("llm") {
+        return (
+            resources,
+            "no proxy_llm resource points at it (the name `llm` is taken)".to_owned(),
+        );
+    }
+    let resource = Resource::ProxyLlm(LlmResource {
+        endpoint: endpoint.to_owned(),
+        model: model.to_owned(),
+        api_key: None,
+        sampling_parameters: Default::default(),
+    });
+    resources.insert("llm".to_owned(), resource);
+    (resources, "published as the proxy_llm resource `llm`".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agl_store::{NamedResources, Resource};
+
+    fn resources(json: serde_json::Value) -> NamedResources {
+        serde_json::from_value(json).expect("resources")
+    }
+
+    #[test]
+    fn proxy_llm_resources_point_at_the_proxy_and_one_is_added_when_there_is_none() {
+        let given = resources(serde_json::json!({
+            "prompt": {"resource_type": "prompt_template", "template": "{q}", "engine": "f-string"},
+            "main": {"resource_type": "proxy_llm", "endpoint": "http://placeholder/v1", "model": ""}
+        }));
+        let (out, said) = with_proxy_resource(Some(given), "http://127.0.0.1:9/v1", "m");
+        match &out["main"] {
+            Resource::ProxyLlm(llm) => assert_eq!(
+                (llm.endpoint.as_str(), llm.model.as_str()),
+                ("http://127.0.0.1:9/v1", "m")
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(!out.contains_key("llm") && said.contains("main"), "{said}");
+
+        let (out, _) = with_proxy_resource(None, "http://127.0.0.1:9/v1", "m");
+        assert!(matches!(&out["llm"], Resource::ProxyLlm(llm) if llm.endpoint == "http://127.0.0.1:9/v1"));
+    }
+}

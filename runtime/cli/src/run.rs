@@ -51,7 +51,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         Some(path) => inputs::read_dataset(path)?,
         None => Vec::new(),
     };
-    let initial_resources = common.resources.as_deref().map(inputs::read_resources).transpose()?;
+    let mut initial_resources = common.resources.as_deref().map(inputs::read_resources).transpose()?;
     let config_json = inputs::read_algorithm_config(common.algo_config.as_deref())?;
     let grace = runner_cmd::duration("grace", &common.grace)?;
     let remote = matches!(target, Target::RemoteStore { .. });
@@ -86,6 +86,18 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     };
     let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
     let llm = llm::backend(&common.llm)?;
+    let proxy_upstreams = match (common.llm_proxy, remote) {
+        (false, _) => None,
+        (true, true) => {
+            return Err(crate::inputs::InputError(
+                "--llm-proxy serves the proxy beside the store this run keeps; with --store, start it with the \
+                 store: `agl-host store --llm-proxy ...`"
+                    .into(),
+            )
+            .into());
+        }
+        (true, false) => Some(llm::proxy_upstreams(&common.llm, &common.proxy)?),
+    };
     let algo_source = inputs::algorithm_source(algo)?;
     let (agent_source, remote_store) = match &target {
         Target::Agent(path) => (Some(inputs::agent_source(path)?), None),
@@ -173,14 +185,33 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         move || second.println("stopping at once"),
     );
 
+    // The LLM proxy, with the store, on loopback: the run's proxy_llm resources point at it.
+    let mut server = None;
+    if let Some(upstreams) = proxy_upstreams {
+        let default_model = upstreams.all()[0].default_model().to_owned();
+        let proxy = agl_proxy::Proxy::new(store.clone(), agl_proxy::ProxyConfig::new(upstreams));
+        let handle = serve_store(common.port, &store, &progress, Some(&proxy)).await?;
+        let endpoint = format!("{}/v1", handle.url());
+        let (resources, said) = llm::with_proxy_resource(initial_resources.take(), &endpoint, &default_model);
+        initial_resources = Some(resources);
+        progress.println(&format!(
+            "LLM proxy at {endpoint} (per attempt: {}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 -> {}); {said}",
+            handle.url(),
+            proxy.describe()
+        ));
+        server = Some(handle);
+    }
+
     // Who runs the rollouts: runners in this process, runner processes of a store served here, or
     // the remote store's own.
-    let mut server = None;
     let hooks: Arc<[Arc<dyn Hook>]> = Arc::new([progress.clone() as Arc<dyn Hook>]);
     let strategy = match (agent, &agent_plan) {
         (Some(agent), Some(plan)) if common.strategy == Strategy::ClientServer => {
             drop(agent); // the runner processes load it themselves
-            let handle = serve_store(common.port, &store, &progress).await?;
+            let handle = match server.take() {
+                Some(handle) => handle,
+                None => serve_store(common.port, &store, &progress, None).await?,
+            };
             let strategy = ExecutionStrategy::Processes(RunnerProcesses {
                 store_url: handle.url().to_owned(),
                 count: usize::from(common.runners),
@@ -284,19 +315,23 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     Ok(exit)
 }
 
-/// Client-server: serves `store` on loopback (`port` 0: any free port).
+/// Client-server or the LLM proxy: serves `store` on loopback (`port` 0: any free port), with
+/// the proxy's routes when given.
 async fn serve_store(
     port: u16,
     store: &Arc<dyn LightningStore>,
     progress: &Arc<Progress>,
+    proxy: Option<&agl_proxy::Proxy>,
 ) -> anyhow::Result<agl_server::ServerHandle> {
     let options = agl_server::ServerOptions {
         port,
         ..agl_server::ServerOptions::default()
     };
-    let handle = agl_server::serve(store.clone(), options)
-        .await
-        .context("starting the store server")?;
+    let serving = match proxy {
+        Some(proxy) => agl_server::serve_with(store.clone(), options, proxy.router()).await,
+        None => agl_server::serve(store.clone(), options).await,
+    };
+    let handle = serving.context("starting the store server")?;
     progress.println(&format!("store served at {}", handle.url()));
     Ok(handle)
 }

@@ -590,3 +590,68 @@ fn agentlightning_reads_the_proxys_spans_as_triplets() {
     );
     println!("{}", String::from_utf8_lossy(&output.stdout));
 }
+
+/// `agl-host run --llm-proxy` serves the proxy with the run's store and publishes it as the
+/// `proxy_llm` resource `llm` (the math agent's resources have none), which the results keep.
+#[test]
+fn run_serves_the_proxy_and_publishes_it_as_a_proxy_llm_resource() {
+    let math = agl_guest_build::repo_root().join("examples/math-agent");
+    let scratch = support::Scratch::new("proxy-run");
+    let out = scratch.path("results.json");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env("AGL_DB", "memory")
+        .env(
+            "AGL_CACHE_DIR",
+            agl_guest_build::repo_root().join("target/agl-cache-tests"),
+        )
+        .arg("run")
+        .arg("--agent")
+        .arg(&math)
+        .args(["--algo", "baseline", "--llm-proxy", "--no-progress"])
+        .arg("--train")
+        .arg(math.join("data/val.jsonl"))
+        .arg("--resources")
+        .arg(math.join("initial-resources.json"))
+        .arg("--llm-script")
+        .arg(math.join("rules.json"))
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .expect("agl-host runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("LLM proxy at http://127.0.0.1:"), "{stderr}");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).expect("results")).expect("JSON");
+    let llm = &results["best"]["resources"]["llm"];
+    assert_eq!(llm["resource_type"], "proxy_llm", "{results:#}");
+    let endpoint = llm["endpoint"].as_str().unwrap_or_default();
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:") && endpoint.ends_with("/v1"),
+        "{endpoint}"
+    );
+    assert_eq!(results["total"]["failed"], 0, "{results:#}");
+
+    // With --store the proxy belongs to that store's process.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .args([
+            "run",
+            "--store",
+            "http://127.0.0.1:9",
+            "--algo",
+            "baseline",
+            "--llm-proxy",
+        ])
+        .arg("--train")
+        .arg(math.join("data/val.jsonl"))
+        .arg("--llm-script")
+        .arg(math.join("rules.json"))
+        .output()
+        .expect("agl-host runs");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("agl-host store --llm-proxy"));
+}
