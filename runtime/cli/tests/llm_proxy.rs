@@ -492,6 +492,22 @@ fn token_ids_are_asked_in_train_mode_and_recorded() {
             .as_str()
             .is_some_and(|l| l.contains("-0.25"))
     );
+    // Our adapter reads the span as it reads the host's own LLM spans.
+    let spans: Vec<agl_store::Span> = spans
+        .into_iter()
+        .map(|span| serde_json::from_value(span).expect("a store span"))
+        .collect();
+    let triplets = agl_adapter::triplets(&spans);
+    assert_eq!(triplets.len(), 1, "{triplets:?}");
+    assert_eq!(triplets[0].response, "four");
+    assert_eq!(triplets[0].prompt[0].content, "2+2?");
+    assert_eq!(
+        (
+            triplets[0].prompt_token_ids.clone(),
+            triplets[0].response_token_ids.clone()
+        ),
+        (vec![1, 2, 3], vec![4])
+    );
 
     let val = format!("/proxy/rollout/{rollout}/attempt/{attempt}/mode/val/openai/v1/chat/completions");
     ok_json(api.post(&val, &json!({"messages": [{"role": "user", "content": "say v"}]})));
@@ -654,4 +670,64 @@ fn run_serves_the_proxy_and_publishes_it_as_a_proxy_llm_resource() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(String::from_utf8_lossy(&output.stderr).contains("agl-host store --llm-proxy"));
+}
+
+/// A client that leaves in the middle of a stream: the upstream is let go, and the call is an
+/// ERROR span saying so, with what the stream had brought.
+#[test]
+fn a_stream_the_client_leaves_is_recorded_with_what_it_brought() {
+    let llm = Llm::serve(Faults::default().with_stream_gap(Duration::from_millis(200)));
+    let store = proxy_store(&llm, &[]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+    let response = api.post(
+        &format!("/rollout/{rollout}/attempt/{attempt}/v1/chat/completions"),
+        &json!({"stream": true, "messages": [{"role": "user", "content": "say a b c d e f g h"}]}),
+    );
+    let mut lines = BufReader::new(response).lines();
+    let mut data = 0;
+    while data < 3 {
+        let line = lines.next().expect("a line").expect("readable");
+        data += usize::from(line.starts_with("data: "));
+    }
+    drop(lines);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let span = loop {
+        if let Some(span) = api.spans(&rollout).pop() {
+            break span;
+        }
+        assert!(Instant::now() < deadline, "no span recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(span["status"]["status_code"], "ERROR");
+    assert!(
+        span["attributes"]["error.type"]
+            .as_str()
+            .is_some_and(|e| e.contains("client closed")),
+        "{span}"
+    );
+    let partial = span["attributes"]["gen_ai.completion.0.content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(partial.starts_with("a b") && !partial.contains('h'), "{partial:?}");
+}
+
+/// An upstream slower than `--llm-proxy-timeout`: 504 in OpenAI's shape, an ERROR span.
+#[test]
+fn a_slow_upstream_is_a_504() {
+    let llm = Llm::serve(Faults::default().with_delay(Duration::from_secs(3)));
+    let store = proxy_store(&llm, &["--llm-proxy-timeout", "300ms", "--llm-retries", "0"]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+    let started = Instant::now();
+    let (status, body) = error_of(api.chat(&rollout, &attempt, "say late"));
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (504, Some("timeout")),
+        "{body}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    let spans = api.spans(&rollout);
+    assert_eq!(spans[0]["status"]["status_code"], "ERROR");
+    assert_eq!(spans[0]["attributes"]["http.response.status_code"], 504);
 }

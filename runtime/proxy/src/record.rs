@@ -46,8 +46,16 @@ pub(crate) struct CallRecord {
 
 /// How the call ended.
 pub(crate) enum Outcome<'a> {
-    Answered { response: &'a ChatResponse, retries: u32 },
-    Failed { why: String, status: u16 },
+    Answered {
+        response: &'a ChatResponse,
+        retries: u32,
+    },
+    /// `partial`: what a stream had brought when it broke off.
+    Failed {
+        why: String,
+        status: u16,
+        partial: Option<&'a ChatResponse>,
+    },
 }
 
 impl CallRecord {
@@ -74,7 +82,10 @@ impl CallRecord {
                     ..TraceStatus::default()
                 }
             }
-            Outcome::Failed { why, status } => {
+            Outcome::Failed { why, status, partial } => {
+                if let Some(partial) = partial {
+                    attributes.extend(response_attributes(partial, cap));
+                }
                 attributes.push(KeyValue::new(names::ERROR_TYPE, agl_store::clip(&why, cap)));
                 attributes.push(KeyValue::new(HTTP_STATUS, i64::from(status)));
                 TraceStatus {

@@ -156,11 +156,11 @@ impl Call {
         }
     }
 
-    async fn failed(&self, why: String, status: u16) {
+    async fn failed(&self, why: String, status: u16, partial: Option<&ChatResponse>) {
         if let Some(record) = &self.record {
             let span = record.span(
                 self.request.as_ref().ok(),
-                Outcome::Failed { why, status },
+                Outcome::Failed { why, status, partial },
                 self.shared.config.attribute_cap,
             );
             write(self.shared.store.as_ref(), span).await;
@@ -335,7 +335,7 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
         Ok(Answer::Done(response)) => Ok(response),
         Ok(Answer::Streaming(pump)) => Ok(pump.start(call)),
         Err(error) => {
-            call.failed(error.describe(), error.status().as_u16()).await;
+            call.failed(error.describe(), error.status().as_u16(), None).await;
             Err(error)
         }
     }
@@ -506,9 +506,11 @@ impl Pump {
             assembler.feed(&data);
             let _ = tx.send(Bytes::from(rest)).await;
         }
+        // A stream that broke off is recorded with what it had brought (the client got a 200).
+        let response = assembler.finish(&self.model);
         match failure {
-            None => call.answered(&assembler.finish(&self.model), self.retries).await,
-            Some(why) => call.failed(why, StatusCode::OK.as_u16()).await,
+            None => call.answered(&response, self.retries).await,
+            Some(why) => call.failed(why, StatusCode::OK.as_u16(), Some(&response)).await,
         }
         if let Some(done) = done {
             let _ = tx.send(Bytes::from(done)).await;
