@@ -76,6 +76,7 @@ pub const GUESTS: &[Guest] = &[
     component("examples/classifier-agent"),
     component("examples/tool-agent"),
     component("tests/guests/probe"),
+    component("tests/guests/http-probe"),
     component("tests/guests/wrong-world"),
     component("plugins/baseline"),
     component("plugins/apo"),

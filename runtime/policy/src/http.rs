@@ -245,7 +245,9 @@ fn parse_host(host: &str) -> Result<HostMatch, String> {
     let valid_label = |label: &str| {
         !label.is_empty()
             && label.len() <= 63
-            && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             && !label.starts_with('-')
             && !label.ends_with('-')
     };
@@ -316,7 +318,7 @@ pub struct HttpOptions {
     pub max_requests: Option<u32>,
     /// Timeout of each step of one HTTP request (connecting, the first byte, between body
     /// bytes), e.g. 30s [default: 30s].
-    #[arg(long = "agent-http-timeout", value_name = "DURATION")]
+    #[arg(id = "agent_http_timeout", long = "agent-http-timeout", value_name = "DURATION")]
     pub timeout: Option<HumanDuration>,
     /// Largest HTTP response body, e.g. 10MiB [default: 10MiB]; past it the body fails in the guest.
     #[arg(long = "agent-http-max-response", value_name = "SIZE")]
@@ -363,10 +365,24 @@ mod tests {
                 port: 443
             }
         );
-        assert_eq!(p.matches(HttpScheme::Https, "api.example.com", 443), Some(Granted::Exactly));
-        assert_eq!(p.matches(HttpScheme::Https, "API.Example.Com.", 443), Some(Granted::Exactly));
-        assert_eq!(p.matches(HttpScheme::Https, "api.example.com", 8443), None, "other port");
-        assert_eq!(p.matches(HttpScheme::Http, "api.example.com", 443), None, "other scheme");
+        assert_eq!(
+            p.matches(HttpScheme::Https, "api.example.com", 443),
+            Some(Granted::Exactly)
+        );
+        assert_eq!(
+            p.matches(HttpScheme::Https, "API.Example.Com.", 443),
+            Some(Granted::Exactly)
+        );
+        assert_eq!(
+            p.matches(HttpScheme::Https, "api.example.com", 8443),
+            None,
+            "other port"
+        );
+        assert_eq!(
+            p.matches(HttpScheme::Http, "api.example.com", 443),
+            None,
+            "other scheme"
+        );
         assert_eq!(p.matches(HttpScheme::Https, "example.com", 443), None);
         assert_eq!(p.matches(HttpScheme::Https, "x.api.example.com", 443), None);
         assert_eq!(pattern("http://example.com/").port, 80, "a trailing slash is fine");
@@ -377,7 +393,11 @@ mod tests {
         let p = pattern("http://127.0.0.1:8080");
         assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 8080), Some(Granted::Exactly));
         assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 80), None);
-        assert_eq!(p.matches(HttpScheme::Http, "localhost", 8080), None, "a name is not its address");
+        assert_eq!(
+            p.matches(HttpScheme::Http, "localhost", 8080),
+            None,
+            "a name is not its address"
+        );
         let p = pattern("http://localhost:8080");
         assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 8080), None);
         assert_eq!(p.matches(HttpScheme::Http, "localhost", 8080), Some(Granted::Exactly));
@@ -386,8 +406,14 @@ mod tests {
     #[test]
     fn a_wildcard_grants_subdomains_at_any_depth_but_not_the_parent() {
         let p = pattern("https://*.example.com");
-        assert_eq!(p.matches(HttpScheme::Https, "a.example.com", 443), Some(Granted::ByWildcard));
-        assert_eq!(p.matches(HttpScheme::Https, "a.b.example.com", 443), Some(Granted::ByWildcard));
+        assert_eq!(
+            p.matches(HttpScheme::Https, "a.example.com", 443),
+            Some(Granted::ByWildcard)
+        );
+        assert_eq!(
+            p.matches(HttpScheme::Https, "a.b.example.com", 443),
+            Some(Granted::ByWildcard)
+        );
         assert_eq!(p.matches(HttpScheme::Https, "example.com", 443), None);
         assert_eq!(p.matches(HttpScheme::Https, "badexample.com", 443), None);
         assert_eq!(p.matches(HttpScheme::Https, ".example.com", 443), None);
@@ -438,7 +464,10 @@ mod tests {
             Some(Granted::ByWildcard)
         );
         assert_eq!(policy.grant_for(HttpScheme::Http, "example.org", 80), None);
-        assert_eq!(HttpPolicy::default().grant_for(HttpScheme::Http, "a.example.com", 80), None);
+        assert_eq!(
+            HttpPolicy::default().grant_for(HttpScheme::Http, "a.example.com", 80),
+            None
+        );
     }
 
     #[test]

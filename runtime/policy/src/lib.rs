@@ -228,7 +228,11 @@ mod tests {
         assert!(policy.limits.fuel.is_none() && !policy.clock.real);
         assert!(policy.http.allowed_hosts.is_empty(), "no outgoing HTTP");
         assert_eq!(
-            (policy.http.max_requests, policy.http.timeout, policy.http.max_response_bytes),
+            (
+                policy.http.max_requests,
+                policy.http.timeout,
+                policy.http.max_response_bytes
+            ),
             (100, Duration::from_secs(30), 10 << 20)
         );
         assert_eq!(SandboxPolicy::algorithm_defaults().http, HttpPolicy::default());
@@ -445,7 +449,11 @@ mod tests {
         let granted: Vec<String> = policy.http.allowed_hosts.iter().map(|p| p.to_string()).collect();
         assert_eq!(granted, ["https://api.example.com", "http://127.0.0.1:8080"]);
         assert_eq!(
-            (policy.http.max_requests, policy.http.timeout, policy.http.max_response_bytes),
+            (
+                policy.http.max_requests,
+                policy.http.timeout,
+                policy.http.max_response_bytes
+            ),
             (10, Duration::from_secs(5), 1 << 20)
         );
         let err = SandboxPolicy::default()
@@ -459,7 +467,10 @@ mod tests {
             "the grants live in the [http] table"
         );
         let mut flags = SandboxOptions::default();
-        flags.http.allowed_outbound_hosts.push("https://*.example.org".parse().unwrap());
+        flags
+            .http
+            .allowed_outbound_hosts
+            .push("https://*.example.org".parse().unwrap());
         flags.http.max_requests = Some(3);
         policy.apply(flags);
         assert_eq!(policy.http.allowed_hosts.len(), 3, "grants add up");
@@ -467,9 +478,15 @@ mod tests {
         assert_eq!(policy.http.timeout, Duration::from_secs(5), "the manifest's");
         let mut algorithm = SandboxPolicy::algorithm_defaults();
         let mut agent_flags = SandboxOptions::default();
-        agent_flags.http.allowed_outbound_hosts.push("https://a.example.com".parse().unwrap());
+        agent_flags
+            .http
+            .allowed_outbound_hosts
+            .push("https://a.example.com".parse().unwrap());
         algorithm.apply(agent_flags.shared_with_algorithm());
-        assert!(algorithm.http.allowed_hosts.is_empty(), "an agent's grants are not the algorithm's");
+        assert!(
+            algorithm.http.allowed_hosts.is_empty(),
+            "an agent's grants are not the algorithm's"
+        );
     }
 
     #[test]

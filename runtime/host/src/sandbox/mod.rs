@@ -8,11 +8,15 @@
 //! resources; an algorithm's store and observer). [`new_store`] is the one store builder.
 //!
 //! A new capability: a module here (its state, `Capability` impl and host trait impls), one
-//! field in [`Sandbox`] and one line in each of [`link`] and [`Sandbox::prepare`] below.
+//! field in [`Sandbox`] and one line in each of [`link`], [`Sandbox::prepare`] and [`new_store`]
+//! below. Resources a capability hands the guest live in the sandbox's one [`ResourceTable`]
+//! (WASI's streams and wasi:http's bodies must share it).
 
+mod http;
 mod limits;
 mod wasi;
 
+pub use http::HttpState;
 pub use wasi::WasiState;
 
 use crate::imports::llm::LlmGate;
@@ -24,7 +28,7 @@ use agl_llm::LlmBackend;
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
-use wasmtime::component::Linker;
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 
 /// A capability could not be prepared for an instance (e.g. a granted directory is gone).
@@ -67,18 +71,22 @@ pub(crate) trait Capability: Sized + Send + 'static {
 
 /// The per-instance state of every capability.
 pub struct Sandbox {
+    pub(crate) table: ResourceTable,
     pub(crate) wasi: WasiState,
     pub(crate) limits: MeteredLimits,
     pub(crate) llm: LlmGate,
+    pub(crate) http: HttpState,
 }
 
 impl Sandbox {
     /// Every capability's state for one instance.
     pub(crate) fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
         Ok(Self {
+            table: ResourceTable::new(),
             wasi: WasiState::prepare(policy, instance)?,
             limits: MeteredLimits::prepare(policy, instance)?,
             llm: LlmGate::prepare(policy, instance)?,
+            http: HttpState::prepare(policy, instance)?,
         })
     }
 }
@@ -88,6 +96,7 @@ pub(crate) fn link<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime:
     WasiState::link(linker)?;
     MeteredLimits::link(linker)?;
     LlmGate::link(linker)?;
+    HttpState::link(linker)?;
     Ok(())
 }
 
@@ -103,6 +112,7 @@ pub(crate) fn new_store<W: World>(
     let mut store = Store::new(engine, InstanceState { sandbox, world });
     let attached = WasiState::attach(&mut store, policy)
         .and_then(|()| MeteredLimits::attach(&mut store, policy))
-        .and_then(|()| LlmGate::attach(&mut store, policy));
+        .and_then(|()| LlmGate::attach(&mut store, policy))
+        .and_then(|()| HttpState::attach(&mut store, policy));
     (store, attached)
 }

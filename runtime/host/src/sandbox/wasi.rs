@@ -7,13 +7,13 @@ use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
 use crate::clocks::{VirtualTime, seeded_rng};
 use crate::output::CappedPipe;
 use crate::policy::{DirAccess, SandboxPolicy};
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::Linker;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-/// The WASI side of one instance, plus handles to what it prints.
+/// The WASI side of one instance, plus handles to what it prints (its resources are in the
+/// sandbox's table).
 pub struct WasiState {
     ctx: WasiCtx,
-    table: ResourceTable,
     pub stdout: CappedPipe,
     pub stderr: CappedPipe,
 }
@@ -56,7 +56,6 @@ impl Capability for WasiState {
         builder.insecure_random_seed(u128::from(seed) << 64 | u128::from(seed.rotate_left(31)));
         Ok(Self {
             ctx: builder.build(),
-            table: ResourceTable::new(),
             stdout,
             stderr,
         })
@@ -67,7 +66,7 @@ impl<W: World> WasiView for InstanceState<W> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.sandbox.wasi.ctx,
-            table: &mut self.sandbox.wasi.table,
+            table: &mut self.sandbox.table,
         }
     }
 }

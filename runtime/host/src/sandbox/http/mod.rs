@@ -1,0 +1,226 @@
+//! The outgoing HTTP capability (`wasi:http/outgoing-handler` and `wasi:http/types`, from
+//! wasmtime-wasi-http), denied by default. Policy slice: `http` (`agl-policy`'s `http.rs`: the
+//! granted hosts, the request budget, the timeout and the response-body cap).
+//!
+//! Every world links it; what a guest may do is decided per request by [`HttpGate`], the
+//! wasi:http hooks of one instance: the request's scheme, host and port must fall under a grant
+//! and the attempt's budget must not be spent, else the guest's `handle` fails at once with
+//! `HTTP-request-denied`. An admitted request is sent by the host itself (`send.rs`: its own name
+//! lookup, non-public addresses only for a host granted exactly, TLS, timeouts), and its response
+//! body is counted and capped (`body.rs`). `handle` is linked here rather than taken from
+//! wasmtime-wasi-http so that it can reach the world's trace: each request is a client span, a
+//! child of the operation open when it was sent (`span.rs`). Not here: incoming HTTP (no world
+//! serves requests) and HTTP/2.
+
+mod addr;
+mod body;
+mod send;
+mod span;
+
+use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
+use crate::policy::{HttpPolicy, HttpScheme, SandboxPolicy};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanKind;
+use span::{RequestSpan, keys};
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi_http::p2::bindings::LinkOptions;
+use wasmtime_wasi_http::p2::bindings::http::outgoing_handler::Host as _;
+use wasmtime_wasi_http::p2::bindings::http::types::{self as wit, ErrorCode};
+use wasmtime_wasi_http::p2::types::{HostFutureIncomingResponse, HostOutgoingRequest};
+use wasmtime_wasi_http::{
+    Error, RequestOptions, WasiBody, WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
+};
+
+/// The interface `handle` is linked under (the version wasmtime-wasi-http 48 serves; guests
+/// importing an older 0.2 version are linked to it by semver).
+const OUTGOING_HANDLER: &str = "wasi:http/outgoing-handler@0.2.12";
+
+/// The outgoing HTTP side of one instance. Its resources live in the sandbox's one table.
+pub struct HttpState {
+    ctx: WasiHttpCtx,
+    pub(crate) gate: HttpGate,
+}
+
+/// The wasi:http hooks of one instance: the policy, what the attempt has spent, and the span of
+/// the request being handed over (started where the trace is at hand, finished by the hook).
+pub struct HttpGate {
+    policy: HttpPolicy,
+    /// Requests admitted so far.
+    pub(crate) requests: u32,
+    pending: Option<RequestSpan>,
+    /// Set by the hook when it refused the request `handle` is handing over.
+    denied: Option<ErrorCode>,
+}
+
+impl Capability for HttpState {
+    fn link<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
+        let options = LinkOptions::default();
+        wit::add_to_linker::<_, WasiHttp>(linker, &options.into(), <InstanceState<W> as WasiHttpView>::http)?;
+        linker.instance(OUTGOING_HANDLER)?.func_wrap_async(
+            "handle",
+            |mut store: StoreContextMut<'_, InstanceState<W>>,
+             (request, options): (Resource<HostOutgoingRequest>, Option<Resource<RequestOptions>>)| {
+                Box::new(async move { Ok((handle(store.data_mut(), request, options).await?,)) })
+            },
+        )
+    }
+
+    fn prepare(policy: &SandboxPolicy, _instance: &InstanceContext) -> Result<Self, SandboxError> {
+        Ok(Self {
+            ctx: WasiHttpCtx::new(),
+            gate: HttpGate {
+                policy: policy.http.clone(),
+                requests: 0,
+                pending: None,
+                denied: None,
+            },
+        })
+    }
+}
+
+impl<W: World> WasiHttpView for InstanceState<W> {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.sandbox.http.ctx,
+            table: &mut self.sandbox.table,
+            hooks: &mut self.sandbox.http.gate,
+        }
+    }
+}
+
+/// `outgoing-handler.handle`: starts the request's span in the world's trace, then hands the
+/// request to wasmtime-wasi-http, whose call of [`HttpGate::send_request`] admits or refuses it.
+/// A refusal is the guest's error at once (the future made for it is dropped).
+async fn handle<W: World>(
+    state: &mut InstanceState<W>,
+    request: Resource<HostOutgoingRequest>,
+    options: Option<Resource<RequestOptions>>,
+) -> wasmtime::Result<Result<Resource<HostFutureIncomingResponse>, ErrorCode>> {
+    let InstanceState { sandbox, world } = state;
+    let span = world
+        .trace()
+        .await
+        .map(|trace| trace.start(keys::SPAN, SpanKind::Client, Vec::new()));
+    let gate = &mut sandbox.http.gate;
+    gate.pending = Some(RequestSpan::new(span));
+    gate.denied = None;
+    let mut view = WasiHttpCtxView {
+        ctx: &mut sandbox.http.ctx,
+        table: &mut sandbox.table,
+        hooks: &mut sandbox.http.gate,
+    };
+    let handled = view.handle(request, options);
+    let unsent = sandbox.http.gate.pending.take();
+    let denied = sandbox.http.gate.denied.take();
+    match handled {
+        Ok(future) => match denied {
+            None => Ok(Ok(future)),
+            Some(code) => {
+                sandbox.table.delete(future)?;
+                Ok(Err(code))
+            }
+        },
+        Err(error) => {
+            // Refused by wasi:http before it reached the hook (a bad method, URI or header).
+            let code = error.downcast()?;
+            if let Some(span) = unsent {
+                span.fail("invalid-request", format!("wasi:http refused the request: {code:?}"));
+            }
+            Ok(Err(code))
+        }
+    }
+}
+
+/// Where a request goes, from its URI.
+pub(crate) struct Target {
+    scheme: HttpScheme,
+    /// As the URI writes it (an IPv6 address in brackets).
+    host: String,
+    port: u16,
+}
+
+impl Target {
+    fn of(uri: &http::Uri) -> Result<Self, String> {
+        let scheme = uri
+            .scheme_str()
+            .and_then(HttpScheme::parse)
+            .ok_or_else(|| format!("'{uri}': only http and https are supported"))?;
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("'{uri}' names no host"))?;
+        Ok(Self {
+            scheme,
+            host: host.to_owned(),
+            port: uri.port_u16().unwrap_or_else(|| scheme.default_port()),
+        })
+    }
+
+    /// `scheme://host:port`, as a grant for it would be written.
+    fn origin(&self) -> String {
+        format!("{}://{}:{}", self.scheme.as_str(), self.host, self.port)
+    }
+}
+
+impl HttpGate {
+    /// Refuses the request: its span ends with the reason, and `handle` returns `code`.
+    fn refuse(&mut self, span: RequestSpan, code: ErrorCode, kind: &'static str, reason: String) -> Sending {
+        span.fail(kind, reason);
+        self.denied = Some(code.clone());
+        let error = Error::from(code);
+        Box::new(async move { Err(error) })
+    }
+
+    fn granted_list(&self) -> String {
+        if self.policy.allowed_hosts.is_empty() {
+            return "none".to_owned();
+        }
+        let granted: Vec<String> = self.policy.allowed_hosts.iter().map(ToString::to_string).collect();
+        granted.join(", ")
+    }
+}
+
+type Sending = Box<dyn Future<Output = Result<send::Sent, Error>> + Send>;
+
+impl WasiHttpHooks for HttpGate {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> Sending {
+        let mut span = self.pending.take().unwrap_or_else(|| RequestSpan::new(None));
+        span.set([KeyValue::new(keys::METHOD, request.method().as_str().to_owned())]);
+        let target = match Target::of(request.uri()) {
+            Ok(target) => target,
+            Err(reason) => return self.refuse(span, ErrorCode::HttpRequestUriInvalid, "invalid-uri", reason),
+        };
+        span.set([
+            KeyValue::new(keys::SCHEME, target.scheme.as_str()),
+            KeyValue::new(keys::HOST, target.host.clone()),
+            KeyValue::new(keys::PORT, i64::from(target.port)),
+            KeyValue::new(keys::PATH, request.uri().path().to_owned()),
+        ]);
+        let Some(granted) = self.policy.grant_for(target.scheme, &target.host, target.port) else {
+            let reason = format!(
+                "{} is not granted (granted: {}); grant it with --agent-http {} or the manifest's [http] allowed-outbound-hosts",
+                target.origin(),
+                self.granted_list(),
+                target.origin()
+            );
+            return self.refuse(span, ErrorCode::HttpRequestDenied, "HTTP-request-denied", reason);
+        };
+        if self.requests >= self.policy.max_requests {
+            let reason = format!(
+                "the attempt's {} HTTP requests are spent (--agent-http-requests)",
+                self.policy.max_requests
+            );
+            return self.refuse(span, ErrorCode::HttpRequestDenied, "HTTP-request-denied", reason);
+        }
+        self.requests += 1;
+        span.set([KeyValue::new(keys::REQUESTS_USED, i64::from(self.requests))]);
+        let limits = send::Limits::new(self.policy.timeout, self.policy.max_response_bytes, options);
+        Box::new(send::send(request, target, granted, limits, span))
+    }
+}

@@ -1,0 +1,416 @@
+//! Sending one admitted request: the host resolves the name itself, refuses non-public addresses
+//! unless a grant names the host exactly, connects to the very address it checked (no second
+//! lookup, so a name cannot be rebound between the check and the connection), speaks TLS for
+//! `https` (rustls with Mozilla's roots, `webpki-root-certs`), and exchanges the request over
+//! HTTP/1.1. Each wait is bounded by the policy's timeout (or a shorter one the guest asked for):
+//! connecting (lookup, TCP, TLS, handshake), the response's head, and each wait between two
+//! pieces of the body (`body.rs`). Shaped after wasmtime-wasi-http's `default_send_request`.
+
+use super::Target;
+use super::addr::non_public;
+use super::body::{CountingBody, ResponseBody};
+use super::span::RequestSpan;
+use crate::policy::{Granted, HttpScheme};
+use http_body_util::BodyExt;
+use std::future::poll_fn;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::Poll;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_rustls::rustls;
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
+
+/// What the hook hands back to wasmtime-wasi-http: the response and the connection's driver.
+pub(crate) type Sent = (
+    http::Response<WasiBody>,
+    Box<dyn Future<Output = Result<(), Error>> + Send>,
+);
+
+/// The limits one request runs under.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub connect: Duration,
+    pub first_byte: Duration,
+    pub between_bytes: Duration,
+    pub max_response_bytes: u64,
+}
+
+impl Limits {
+    /// The policy's timeout for each wait, or the guest's own where it asked for less.
+    pub(crate) fn new(timeout: Duration, max_response_bytes: u64, options: Option<RequestOptions>) -> Self {
+        let options = options.unwrap_or_default();
+        let bounded = |asked: Option<Duration>| asked.map_or(timeout, |asked| asked.min(timeout));
+        Self {
+            connect: bounded(options.connect_timeout),
+            first_byte: bounded(options.first_byte_timeout),
+            // Tokio's timers need a non-zero wait to be useful; 1 ms is as good as none.
+            between_bytes: bounded(options.between_bytes_timeout).max(Duration::from_millis(1)),
+            max_response_bytes,
+        }
+    }
+}
+
+/// Why a request failed: what the guest gets, and what its span says.
+pub(crate) struct Failure {
+    pub error: Error,
+    pub kind: &'static str,
+    pub reason: String,
+}
+
+impl Failure {
+    fn new(error: Error, kind: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            error,
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Sends `request` to `target` and ends `span` if it fails before the response's body; a
+/// response's span travels on in its body.
+pub(crate) async fn send(
+    request: http::Request<WasiBody>,
+    target: Target,
+    granted: Granted,
+    limits: Limits,
+    span: RequestSpan,
+) -> Result<Sent, Error> {
+    let mut span = span;
+    match exchange(request, &target, granted, limits, &mut span).await {
+        Ok((response, io)) => {
+            let status = response.status().as_u16();
+            span.answered(status);
+            if let Some(declared) = declared_length(&response)
+                && declared > limits.max_response_bytes
+            {
+                let reason = format!(
+                    "the response declares {declared} bytes, more than the {} allowed (--agent-http-max-response)",
+                    limits.max_response_bytes
+                );
+                span.fail("response-body-size", reason);
+                return Err(Error::HttpResponseBodySize(Some(declared)));
+            }
+            let response = response.map(|incoming| {
+                ResponseBody::new(incoming, limits.between_bytes, limits.max_response_bytes, status, span)
+                    .boxed_unsync()
+            });
+            Ok((response, io))
+        }
+        Err(failure) => {
+            span.fail(failure.kind, failure.reason);
+            Err(failure.error)
+        }
+    }
+}
+
+fn declared_length<B>(response: &http::Response<B>) -> Option<u64> {
+    response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
+
+type Exchanged = (
+    http::Response<hyper::body::Incoming>,
+    Box<dyn Future<Output = Result<(), Error>> + Send>,
+);
+
+async fn exchange(
+    mut request: http::Request<WasiBody>,
+    target: &Target,
+    granted: Granted,
+    limits: Limits,
+    span: &mut RequestSpan,
+) -> Result<Exchanged, Failure> {
+    let connect_by = Instant::now() + limits.connect;
+    let addresses = resolve(target, connect_by).await?;
+    if granted == Granted::ByWildcard
+        && let Some((address, kind)) = addresses.iter().find_map(|a| non_public(a.ip()).map(|kind| (a, kind)))
+    {
+        return Err(Failure::new(
+            Error::DestinationIpProhibited,
+            "destination-ip-prohibited",
+            format!(
+                "{} resolves to {}, a {kind} address; only a grant naming this host exactly may reach it",
+                target.host,
+                address.ip()
+            ),
+        ));
+    }
+    let tcp = connect(&addresses, connect_by, target).await?;
+    let stream: Box<dyn Stream> = match target.scheme {
+        HttpScheme::Http => Box::new(tcp),
+        HttpScheme::Https => Box::new(tls(tcp, target, connect_by).await?),
+    };
+    let handshake = hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream));
+    let (mut sender, conn) = match tokio::time::timeout_at(connect_by, handshake).await {
+        Err(_) => return Err(timed_out(Error::ConnectionTimeout, "connecting", limits.connect)),
+        Ok(Err(e)) => return Err(Failure::new(Error::Hyper(e), "connection", "the HTTP handshake failed")),
+        Ok(Ok(pair)) => pair,
+    };
+
+    // The request line takes the path only (the host is in the `host` header wasi:http set).
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(path)
+        .build()
+        .map_err(|e| Failure::new(Error::HttpRequestUriInvalid, "invalid-uri", e.to_string()))?;
+    let request = request.map(|body| CountingBody::new(body, span.sent_counter()).boxed_unsync());
+
+    let first_byte = limits.first_byte;
+    let send = async move {
+        match tokio::time::timeout(first_byte, sender.send_request(request)).await {
+            Err(_) => Err(timed_out(Error::HttpResponseTimeout, "the response", first_byte)),
+            Ok(Err(e)) => {
+                let reason = format!("the request failed: {e}");
+                Err(Failure::new(Error::Hyper(e), "connection", reason))
+            }
+            Ok(Ok(response)) => Ok(response),
+        }
+    };
+    // Wait for the response while driving the connection's I/O; what is left of the connection
+    // goes on driving the body.
+    let mut send = std::pin::pin!(send);
+    let mut conn = Some(conn);
+    let response = poll_fn(|cx| match send.as_mut().poll(cx) {
+        Poll::Ready(result) => Poll::Ready(result),
+        Poll::Pending => {
+            let Some(driver) = conn.as_mut() else {
+                return Poll::Pending;
+            };
+            let Poll::Ready(done) = Pin::new(driver).poll(cx) else {
+                return Poll::Pending;
+            };
+            conn = None;
+            match done {
+                Ok(()) => send.as_mut().poll(cx),
+                Err(e) => {
+                    let reason = format!("the connection failed: {e}");
+                    Poll::Ready(Err(Failure::new(Error::Hyper(e), "connection", reason)))
+                }
+            }
+        }
+    })
+    .await?;
+    let io = async move {
+        match conn {
+            Some(conn) => conn.await.map_err(Error::Hyper),
+            None => Ok(()),
+        }
+    };
+    Ok((response, Box::new(io)))
+}
+
+fn timed_out(error: Error, waiting_for: &str, after: Duration) -> Failure {
+    Failure::new(
+        error,
+        "timeout",
+        format!("timed out after {after:?} waiting for {waiting_for} (--agent-http-timeout)"),
+    )
+}
+
+/// The host's addresses: an IP literal as it is, a name looked up once, here.
+async fn resolve(target: &Target, by: Instant) -> Result<Vec<SocketAddr>, Failure> {
+    if let Some(ip) = target.ip() {
+        return Ok(vec![SocketAddr::new(ip, target.port)]);
+    }
+    let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
+    match tokio::time::timeout_at(by, lookup).await {
+        Err(_) => Err(Failure::new(
+            Error::DnsTimeout,
+            "dns",
+            format!("looking up {} timed out", target.host),
+        )),
+        Ok(Err(e)) => Err(Failure::new(
+            Error::DnsError {
+                rcode: Some(e.to_string()),
+                info_code: None,
+            },
+            "dns",
+            format!("cannot look up {}: {e}", target.host),
+        )),
+        Ok(Ok(found)) => {
+            let found: Vec<SocketAddr> = found.collect();
+            if found.is_empty() {
+                return Err(Failure::new(
+                    Error::DestinationNotFound,
+                    "dns",
+                    format!("{} has no address", target.host),
+                ));
+            }
+            Ok(found)
+        }
+    }
+}
+
+/// A TCP connection to the first of `addresses` that answers.
+async fn connect(addresses: &[SocketAddr], by: Instant, target: &Target) -> Result<TcpStream, Failure> {
+    let mut last = None;
+    for address in addresses {
+        match tokio::time::timeout_at(by, TcpStream::connect(address)).await {
+            Err(_) => break,
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = Some((address, e)),
+        }
+    }
+    Err(match last {
+        None => Failure::new(
+            Error::ConnectionTimeout,
+            "timeout",
+            format!("connecting to {} timed out (--agent-http-timeout)", target.host),
+        ),
+        Some((address, e)) => {
+            let reason = format!("cannot connect to {address}: {e}");
+            let error = match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
+                _ => Error::Connect(e),
+            };
+            Failure::new(error, "connection", reason)
+        }
+    })
+}
+
+async fn tls(tcp: TcpStream, target: &Target, by: Instant) -> Result<impl Stream, Failure> {
+    let config = tls_config().map_err(|reason| Failure::new(Error::TlsProtocolError, "tls", reason))?;
+    let name = match target.ip() {
+        Some(ip) => rustls::pki_types::ServerName::from(ip),
+        None => rustls::pki_types::ServerName::try_from(target.host.as_str())
+            .map(|n| n.to_owned())
+            .map_err(|_| {
+                Failure::new(
+                    Error::TlsProtocolError,
+                    "tls",
+                    format!("{} is not a name TLS can verify", target.host),
+                )
+            })?,
+    };
+    let connector = tokio_rustls::TlsConnector::from(config);
+    match tokio::time::timeout_at(by, connector.connect(name, tcp)).await {
+        Err(_) => Err(Failure::new(
+            Error::ConnectionTimeout,
+            "timeout",
+            format!(
+                "the TLS handshake with {} timed out (--agent-http-timeout)",
+                target.host
+            ),
+        )),
+        Ok(Err(e)) => {
+            let certificate = e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)));
+            let error = if certificate {
+                Error::TlsCertificateError
+            } else {
+                Error::TlsProtocolError
+            };
+            Err(Failure::new(
+                error,
+                "tls",
+                format!("TLS with {} failed: {e}", target.host),
+            ))
+        }
+        Ok(Ok(stream)) => Ok(stream),
+    }
+}
+
+/// The one TLS client configuration (rustls on aws-lc-rs, as the LLM client's; Mozilla's roots),
+/// built on first use.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("cannot set up TLS: {e}"))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Ok(Arc::new(config))
+        })
+        .clone()
+}
+
+impl Target {
+    /// The host as an IP address, when it is one.
+    pub(crate) fn ip(&self) -> Option<IpAddr> {
+        let host = self.host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+        host.unwrap_or(&self.host).parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::Empty;
+
+    fn get(url: &str) -> http::Request<WasiBody> {
+        let body = Empty::new().map_err(|never| match never {}).boxed_unsync();
+        http::Request::get(url).body(body).expect("a request")
+    }
+
+    /// A name under a wildcard grant that resolves to loopback (`localhost`, looked up by the
+    /// system's resolver) is refused before anything connects; granted exactly, it is reached.
+    #[tokio::test]
+    async fn a_name_resolving_to_loopback_needs_a_grant_naming_it() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let target = || Target {
+            scheme: HttpScheme::Http,
+            host: "localhost".to_owned(),
+            port,
+        };
+        let limits = Limits::new(Duration::from_secs(5), 1 << 20, None);
+        let url = format!("http://localhost:{port}/");
+        let refused = send(get(&url), target(), Granted::ByWildcard, limits, RequestSpan::new(None)).await;
+        assert!(
+            matches!(refused, Err(Error::DestinationIpProhibited)),
+            "{:?}",
+            refused.err()
+        );
+        let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+        assert!(accepted.is_err(), "nothing connected");
+
+        let exact = tokio::spawn(send(
+            get(&url),
+            target(),
+            Granted::Exactly,
+            limits,
+            RequestSpan::new(None),
+        ));
+        let (mut stream, _) = listener.accept().await.expect("the exact grant connects");
+        tokio::io::AsyncWriteExt::write_all(&mut stream, b"HTTP/1.1 204 No Content\r\n\r\n")
+            .await
+            .expect("answer");
+        let (response, _io) = exact.await.expect("joined").expect("answered");
+        assert_eq!(response.status(), 204);
+    }
+
+    #[test]
+    fn the_guest_may_ask_for_shorter_waits_not_longer_ones() {
+        let options = RequestOptions {
+            connect_timeout: Some(Duration::from_secs(1)),
+            first_byte_timeout: Some(Duration::from_secs(60)),
+            between_bytes_timeout: Some(Duration::ZERO),
+        };
+        let limits = Limits::new(Duration::from_secs(30), 10, Some(options));
+        assert_eq!(limits.connect, Duration::from_secs(1));
+        assert_eq!(limits.first_byte, Duration::from_secs(30));
+        assert_eq!(limits.between_bytes, Duration::from_millis(1));
+    }
+}
