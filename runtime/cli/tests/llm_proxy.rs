@@ -526,7 +526,8 @@ fn the_model_follows_the_rollouts_resources_and_rollouts_are_pinned() {
         let added: Value = api
             .post(
                 "/v1/agl/resources",
-                &json!({"llm": {"resource_type": "proxy_llm", "endpoint": format!("{}/v1", api.url), "model": model}}),
+                &json!({"llm": {"resource_type": "proxy_llm", "endpoint": format!("{}/v1", api.url), "model": model,
+                                "sampling_parameters": {"temperature": 0.25, "top_p": 0.5}}}),
             )
             .json()
             .expect("a resources update");
@@ -541,8 +542,20 @@ fn the_model_follows_the_rollouts_resources_and_rollouts_are_pinned() {
             .collect::<Vec<_>>()
     };
     let (r1, a1) = api.start_rollout("train", Some(&v1));
-    ok_json(api.chat(&r1, &a1, "say a"));
+    ok_json(api.post(
+        &format!("/rollout/{r1}/attempt/{a1}/v1/chat/completions"),
+        &json!({"model": "m", "temperature": 0.9, "messages": [{"role": "user", "content": "say a"}]}),
+    ));
     assert!(sent_model().contains(&"model-a".to_owned()), "{:?}", sent_model());
+    // The resource's sampling parameters fill what the request leaves unset.
+    let sent = [&first, &second]
+        .iter()
+        .find_map(|l| l.handle().last_body().filter(|b| b["model"] == "model-a"))
+        .expect("the call reached an upstream");
+    assert_eq!(
+        (sent["temperature"].clone(), sent["top_p"].clone()),
+        (json!(0.9), json!(0.5))
+    );
     // A new resources version: the next rollouts use its model, nothing restarted.
     let (r2, a2) = api.start_rollout("train", Some(&v2));
     ok_json(api.chat(&r2, &a2, "say b"));

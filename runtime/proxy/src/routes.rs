@@ -1,7 +1,8 @@
 //! The proxy's routes and the life of one call: let in unless paused, the body read within its
-//! bounds, the rollout and attempt looked up (with the model its resources' `proxy_llm` names
-//! and its mode), the body prepared (model, token ids), forwarded to the rollout's upstream,
-//! the answer relayed (a stream event by event) and the call recorded as a span of the attempt.
+//! bounds, the rollout and attempt looked up (with the model and sampling parameters its
+//! resources' `proxy_llm` names, and its mode), the body prepared (model, defaults, token ids),
+//! forwarded to the rollout's upstream, the answer relayed (a stream event by event) and the
+//! call recorded as a span of the attempt.
 
 use crate::ProxyConfig;
 use crate::error::ProxyError;
@@ -174,6 +175,8 @@ struct Target {
     mode: Option<String>,
     /// The model of the rollout's `proxy_llm` resource, if it has one.
     model: Option<String>,
+    /// That resource's `sampling_parameters`: defaults for what the request leaves unset.
+    sampling: agl_store::JsonMap,
 }
 
 fn store_error(error: StoreError) -> ProxyError {
@@ -210,12 +213,19 @@ async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, Pr
         None => store.get_latest_resources().await,
     }
     .map_err(store_error)?;
-    let model = resources.and_then(|update| {
-        update.resources.values().find_map(|resource| match resource {
-            Resource::ProxyLlm(llm) if !llm.model.trim().is_empty() => Some(llm.model.clone()),
+    let proxy_llm = resources.and_then(|update| {
+        update.resources.into_values().find_map(|resource| match resource {
+            Resource::ProxyLlm(llm) => Some(llm),
             _ => None,
         })
     });
+    let (model, sampling) = match proxy_llm {
+        Some(llm) => (
+            Some(llm.model).filter(|m| !m.trim().is_empty()),
+            llm.sampling_parameters,
+        ),
+        None => (None, agl_store::JsonMap::new()),
+    };
     let sequence_id = store
         .get_next_span_sequence_id(rollout_id, attempt_id)
         .await
@@ -227,6 +237,7 @@ async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, Pr
             .clone()
             .or_else(|| view.rollout.mode.map(|m| m.as_str().to_owned())),
         model,
+        sampling,
     })
 }
 
@@ -298,6 +309,13 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
         .or_else(|| asked.map(str::to_owned))
         .unwrap_or_else(|| upstream.default_model().to_owned());
     body["model"] = Value::String(model.clone());
+    if let Some(target) = &target
+        && let Some(fields) = body.as_object_mut()
+    {
+        for (key, value) in &target.sampling {
+            fields.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
     if let Some(target) = &target
         && shared.config.token_ids
         && let Some(fields) = body.as_object_mut()
