@@ -268,6 +268,13 @@ pub struct ProxyArgs {
     /// servers refuse the field.
     #[arg(long)]
     pub llm_token_ids: bool,
+    /// The temperature of every call under an attempt of a train rollout (or the train mode
+    /// route), whatever the request asks, as Agent-lightning 1.0's proxy sets it.
+    #[arg(long, value_name = "T")]
+    pub llm_train_temperature: Option<f64>,
+    /// The same for val.
+    #[arg(long, value_name = "T")]
+    pub llm_val_temperature: Option<f64>,
     /// Retries of a call the upstream answered 408, 409, 429 or 5xx, or did not answer (with
     /// exponential backoff, honouring Retry-After).
     #[arg(long, default_value_t = 4, value_name = "N")]

@@ -189,7 +189,11 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let mut server = None;
     if let Some(upstreams) = proxy_upstreams {
         let default_model = upstreams.all()[0].default_model().to_owned();
-        let proxy = agl_proxy::Proxy::new(store.clone(), agl_proxy::ProxyConfig::new(upstreams));
+        let mut config = agl_proxy::ProxyConfig::new(upstreams);
+        config.token_ids = common.proxy.llm_token_ids;
+        config.train_temperature = common.proxy.llm_train_temperature;
+        config.val_temperature = common.proxy.llm_val_temperature;
+        let proxy = agl_proxy::Proxy::new(store.clone(), config);
         let handle = serve_store(common.port, &store, &progress, Some(&proxy)).await?;
         let endpoint = format!("{}/v1", handle.url());
         let (resources, said) = llm::with_proxy_resource(initial_resources.take(), &endpoint, &default_model);

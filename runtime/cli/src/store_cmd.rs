@@ -21,7 +21,11 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         }
         (false, false) => None,
     };
-    let token_ids = args.proxy.llm_token_ids;
+    let (token_ids, train_temperature, val_temperature) = (
+        args.proxy.llm_token_ids,
+        args.proxy.llm_train_temperature,
+        args.proxy.llm_val_temperature,
+    );
     let options = server_options(args)?;
     if !options.host.is_loopback() && options.token.is_none() {
         stderr_line(&format!(
@@ -35,6 +39,8 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     let proxy = upstreams.map(|upstreams| {
         let mut config = agl_proxy::ProxyConfig::new(upstreams);
         config.token_ids = token_ids;
+        config.train_temperature = train_temperature;
+        config.val_temperature = val_temperature;
         config.max_body_bytes = options.max_body_bytes;
         config.body_read_timeout = options.body_read_timeout;
         agl_proxy::Proxy::new(store.clone(), config)

@@ -468,17 +468,21 @@ fn token_ids_are_asked_in_train_mode_and_recorded() {
         "usage": {"prompt_tokens": 3, "completion_tokens": 1}
     });
     let llm = Llm::serve(Faults::default().then(Fault::status(200).with_body(vllm_answer.to_string())));
-    let store = proxy_store(&llm, &["--llm-token-ids"]);
+    let store = proxy_store(&llm, &["--llm-token-ids", "--llm-train-temperature", "1.0"]);
     let api = Api::new(&store, None);
     let (rollout, attempt) = api.start_rollout("train", None);
     let train = format!("/proxy/rollout/{rollout}/attempt/{attempt}/mode/train/openai/v1/chat/completions");
-    let answer = ok_json(api.post(&train, &json!({"messages": [{"role": "user", "content": "2+2?"}]})));
+    let answer = ok_json(api.post(
+        &train,
+        &json!({"temperature": 0.1, "messages": [{"role": "user", "content": "2+2?"}]}),
+    ));
     assert_eq!(
         answer["prompt_token_ids"],
         json!([1, 2, 3]),
         "the upstream's answer is relayed whole"
     );
     let sent = llm.handle().last_body().expect("a body");
+    assert_eq!(sent["temperature"], 1.0, "train mode's temperature: {sent}");
     assert_eq!(
         (sent["return_token_ids"].clone(), sent["logprobs"].clone()),
         (json!(true), json!(true))

@@ -34,6 +34,11 @@ pub struct ProxyConfig {
     /// and for logprobs in train mode, as Agent-lightning 1.0 does; they land on the span. Off
     /// by default: servers other than vLLM refuse the unknown field.
     pub token_ids: bool,
+    /// The temperature of every call under an attempt in train mode, whatever the request asks
+    /// (Agent-lightning 1.0's `train.temperature`); `None`: the request's.
+    pub train_temperature: Option<f64>,
+    /// The same in val mode.
+    pub val_temperature: Option<f64>,
     /// Longer request bodies are refused with 413.
     pub max_body_bytes: usize,
     /// A body that takes longer to arrive is refused with 408.
@@ -49,6 +54,8 @@ impl ProxyConfig {
         ProxyConfig {
             upstreams,
             token_ids: false,
+            train_temperature: None,
+            val_temperature: None,
             max_body_bytes: 16 << 20,
             body_read_timeout: Duration::from_secs(60),
             attribute_cap: agl_wasm::MAX_ATTRIBUTE_BYTES,

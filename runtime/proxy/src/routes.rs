@@ -316,6 +316,14 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
             fields.entry(key.clone()).or_insert_with(|| value.clone());
         }
     }
+    let temperature = match target.as_ref().and_then(|t| t.mode.as_deref()) {
+        Some("train") => shared.config.train_temperature,
+        Some("val") => shared.config.val_temperature,
+        _ => None,
+    };
+    if let Some(temperature) = temperature {
+        body["temperature"] = json!(temperature);
+    }
     if let Some(target) = &target
         && shared.config.token_ids
         && let Some(fields) = body.as_object_mut()
