@@ -748,3 +748,46 @@ fn a_slow_upstream_is_a_504() {
     assert_eq!(spans[0]["status"]["status_code"], "ERROR");
     assert_eq!(spans[0]["attributes"]["http.response.status_code"], 504);
 }
+
+/// Many agents at once, plain and streamed calls mixed: every span lands on its own attempt,
+/// with its own prompt and answer.
+#[test]
+fn concurrent_calls_of_many_attempts_land_each_on_its_own() {
+    let llm = Llm::serve(Faults::default());
+    let store = proxy_store(&llm, &[]);
+    let api = Api::new(&store, None);
+    let rollouts: Vec<(String, String)> = (0..8).map(|_| api.start_rollout("train", None)).collect();
+    std::thread::scope(|scope| {
+        for (i, (rollout, attempt)) in rollouts.iter().enumerate() {
+            let api = &api;
+            scope.spawn(move || {
+                for call in 0..4 {
+                    let text = format!("say r{i}c{call}");
+                    if call % 2 == 0 {
+                        ok_json(api.chat(rollout, attempt, &text));
+                    } else {
+                        let events = read_events(api.post(
+                            &format!("/rollout/{rollout}/attempt/{attempt}/v1/chat/completions"),
+                            &json!({"stream": true, "messages": [{"role": "user", "content": text}]}),
+                        ));
+                        assert_eq!(events.last().map(|(_, d)| d.as_str()), Some("[DONE]"));
+                    }
+                }
+            });
+        }
+    });
+    for (i, (rollout, attempt)) in rollouts.iter().enumerate() {
+        let spans = api.spans(rollout);
+        let answers: Vec<&str> = spans
+            .iter()
+            .map(|s| {
+                assert_eq!(s["attempt_id"], attempt.as_str());
+                s["attributes"]["gen_ai.completion.0.content"]
+                    .as_str()
+                    .unwrap_or_default()
+            })
+            .collect();
+        let expected: Vec<String> = (0..4).map(|call| format!("r{i}c{call}")).collect();
+        assert_eq!(answers, expected, "rollout {i}'s spans, in call order");
+    }
+}
