@@ -199,6 +199,7 @@ impl AgentComponent {
         };
 
         let mut state = store.into_data();
+        state.sandbox.finish();
         let stdout = stdout_pipe.take();
         let stderr = stderr_pipe.take();
         for (name, output) in [(names::STDOUT, &stdout), (names::STDERR, &stderr)] {

@@ -118,7 +118,8 @@ impl AlgorithmComponent {
             Ok(Ok(Err(reason))) => Err(one_line(&reason, MAX_REASON_BYTES)),
             Ok(Ok(Ok(summary))) => Ok(serde_json::from_str(&summary).unwrap_or(serde_json::Value::String(summary))),
         };
-        let state = store.into_data();
+        let mut state = store.into_data();
+        state.sandbox.finish();
         state.world.llm_trace.finish(&result, &*state.world.observer).await;
         AlgorithmOutcome {
             result,

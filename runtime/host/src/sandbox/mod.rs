@@ -8,8 +8,8 @@
 //! resources; an algorithm's store and observer). [`new_store`] is the one store builder.
 //!
 //! A new capability: a module here (its state, `Capability` impl and host trait impls), one
-//! field in [`Sandbox`] and one line in each of [`link`], [`Sandbox::prepare`] and [`new_store`]
-//! below. Resources a capability hands the guest live in the sandbox's one [`ResourceTable`]
+//! field in [`Sandbox`] and one line in each of [`link`], [`Sandbox::prepare`], [`new_store`]
+//! and [`Sandbox::finish`] below. Resources a capability hands the guest live in the sandbox's one [`ResourceTable`]
 //! (WASI's streams and wasi:http's bodies must share it).
 
 mod http;
@@ -67,6 +67,10 @@ pub(crate) trait Capability: Sized + Send + 'static {
     fn attach<W: World>(_store: &mut Store<InstanceState<W>>, _policy: &SandboxPolicy) -> wasmtime::Result<()> {
         Ok(())
     }
+
+    /// The instance is over (its call returned, trapped or was stopped): records what is still
+    /// open (requests in flight) before the world's trace ends.
+    fn finish(&mut self) {}
 }
 
 /// The per-instance state of every capability.
@@ -88,6 +92,14 @@ impl Sandbox {
             llm: LlmGate::prepare(policy, instance)?,
             http: HttpState::prepare(policy, instance)?,
         })
+    }
+
+    /// Every capability's end of the instance; the world's trace ends after this.
+    pub(crate) fn finish(&mut self) {
+        self.wasi.finish();
+        self.limits.finish();
+        self.llm.finish();
+        self.http.finish();
     }
 }
 

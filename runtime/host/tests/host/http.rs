@@ -449,3 +449,39 @@ async fn still_serves_http(agent: &agl_wasm::AgentComponent, server: &TestServer
     let ran = fetch(agent, json!([{"url": server.url("/hello")}]), None).await;
     assert_eq!(ran.outcome.reward, Some(1.0), "{:?}", ran.logs());
 }
+
+#[tokio::test]
+async fn a_request_in_flight_when_the_attempt_is_stopped_is_still_recorded() {
+    let server = TestServer::start().await;
+    let mut policy = granting([server.grant()]);
+    // The guest waits in a host call: the attempt is stopped at deadline + LLM timeout + 1 s.
+    policy.limits.deadline = Duration::from_millis(500);
+    policy.llm.timeout = Duration::from_millis(500);
+    let agent = probe(policy);
+    let ran = run(
+        &agent,
+        json!({"requests": [{"url": server.url("/silent")}]}),
+        echo_llm(),
+        None,
+    )
+    .await;
+    assert_eq!(ran.outcome.status, AttemptStatus::Failed);
+    assert!(
+        ran.outcome.failure.as_deref().is_some_and(|f| f.contains("deadline")),
+        "{:?}",
+        ran.outcome.failure
+    );
+    let spans = http_spans(&ran);
+    assert_eq!(
+        spans.len(),
+        1,
+        "the request's span ends with the instance, before its trace"
+    );
+    assert_eq!(attr(spans[0], "error.type"), "abandoned");
+    assert!(
+        description(spans[0]).contains("instance ended"),
+        "{:?}",
+        spans[0].status
+    );
+    assert_eq!(spans[0].parent_id.as_deref(), Some(ran.root().span_id.as_str()));
+}

@@ -3,12 +3,10 @@
 //! and timed (a server silent for longer than the timeout between two pieces fails it). The
 //! response body ends the request's span when it ends, fails, or is dropped.
 
-use super::span::RequestSpan;
+use super::span::{RequestSpan, SentCounter};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::Sleep;
@@ -17,11 +15,11 @@ use wasmtime_wasi_http::{Error, WasiBody};
 /// The guest's request body, adding what it sends to the span's counter.
 pub(crate) struct CountingBody {
     inner: WasiBody,
-    sent: Arc<AtomicU64>,
+    sent: SentCounter,
 }
 
 impl CountingBody {
-    pub(crate) fn new(inner: WasiBody, sent: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(inner: WasiBody, sent: SentCounter) -> Self {
         Self { inner, sent }
     }
 }
@@ -35,7 +33,7 @@ impl Body for CountingBody {
         if let Poll::Ready(Some(Ok(frame))) = &polled
             && let Some(data) = frame.data_ref()
         {
-            self.sent.fetch_add(data.len() as u64, Ordering::Relaxed);
+            self.sent.add(data.len() as u64);
         }
         polled
     }
@@ -114,13 +112,7 @@ impl Body for ResponseBody {
             }
             Poll::Ready(Some(Ok(frame))) => {
                 let len = frame.data_ref().map_or(0, |d| d.len() as u64);
-                let received = match this.span.as_mut() {
-                    Some(span) => {
-                        span.add_received(len);
-                        span.received()
-                    }
-                    None => len,
-                };
+                let received = this.span.as_mut().map_or(len, |span| span.add_received(len));
                 if received > this.max_bytes {
                     let reason = format!(
                         "the response body is larger than the {} bytes allowed (--agent-http-max-response)",

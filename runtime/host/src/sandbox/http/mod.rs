@@ -21,7 +21,7 @@ use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
 use crate::policy::{HttpPolicy, HttpScheme, SandboxPolicy};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
-use span::{RequestSpan, keys};
+use span::{OpenSpans, RequestSpan, keys};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi_http::p2::bindings::LinkOptions;
@@ -49,6 +49,8 @@ pub struct HttpGate {
     /// Requests admitted so far.
     pub(crate) requests: u32,
     pending: Option<RequestSpan>,
+    /// The spans of requests still in flight (ended with the instance).
+    open: OpenSpans,
     /// Set by the hook when it refused the request `handle` is handing over.
     denied: Option<ErrorCode>,
 }
@@ -73,9 +75,15 @@ impl Capability for HttpState {
                 policy: policy.http.clone(),
                 requests: 0,
                 pending: None,
+                open: OpenSpans::default(),
                 denied: None,
             },
         })
+    }
+
+    /// Ends the spans of requests still in flight, before the trace ends.
+    fn finish(&mut self) {
+        self.gate.open.close_all();
     }
 }
 
@@ -103,7 +111,9 @@ async fn handle<W: World>(
         .await
         .map(|trace| trace.start(keys::SPAN, SpanKind::Client, Vec::new()));
     let gate = &mut sandbox.http.gate;
-    gate.pending = Some(RequestSpan::new(span));
+    let span = RequestSpan::new(span);
+    gate.open.track(&span);
+    gate.pending = Some(span);
     gate.denied = None;
     let mut view = WasiHttpCtxView {
         ctx: &mut sandbox.http.ctx,
