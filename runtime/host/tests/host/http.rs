@@ -485,3 +485,28 @@ async fn a_request_in_flight_when_the_attempt_is_stopped_is_still_recorded() {
     );
     assert_eq!(spans[0].parent_id.as_deref(), Some(ran.root().span_id.as_str()));
 }
+
+#[tokio::test]
+async fn the_sdk_client_reaches_a_granted_host_and_reads_a_denial_as_a_sentence() {
+    let server = TestServer::start().await;
+    let agent = probe(granting([server.grant()]));
+    let requests = json!([
+        {"url": server.url("/echo"), "method": "POST", "body": "twelve bytes", "via_sdk": true},
+        {"url": "http://127.0.0.1:9/hello", "via_sdk": true},
+    ]);
+    let ran = fetch(&agent, requests, None).await;
+    assert_eq!(ran.outcome.reward, Some(1.0), "{:?}", ran.logs());
+    let logs = ran.logs();
+    assert!(
+        logs.iter()
+            .any(|l| l.ends_with("sdk: status 200, 12 bytes: got 12 bytes")),
+        "{logs:?}"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("sdk error: GET http://127.0.0.1:9/hello failed: denied by the sandbox")),
+        "{logs:?}"
+    );
+    assert_eq!(http_spans(&ran).len(), 2);
+    assert_eq!(server.seen().len(), 1);
+}

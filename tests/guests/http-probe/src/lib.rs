@@ -11,8 +11,9 @@
 //! Each request logs one line at info level: `http <url>: status <code>, <n> bytes: <body>` (the
 //! body's first 200 bytes, lossy UTF-8) or `http <url>: <where> error: <error>` (`handle`,
 //! `response` or `body`), and the reward is the number of requests answered with their whole
-//! body. With `operation`, the requests are sent inside an operation span of that name. Nothing
-//! here traps on the host's answers.
+//! body. With `operation`, the requests are sent inside an operation span of that name. A request
+//! with `"via_sdk": true` goes through the Rust SDK's client (`ctx.http()`) instead, and logs
+//! `sdk: status ...` or `sdk error: <the SDK's sentence>`. Nothing here traps on the host's answers.
 
 use agl_sdk::prelude::*;
 use serde::Deserialize;
@@ -40,6 +41,9 @@ struct Request {
     /// The guest's own first-byte timeout, if any.
     #[serde(default)]
     timeout_ms: Option<u64>,
+    /// Send it with the SDK's client (`ctx.http()`) instead.
+    #[serde(default)]
+    via_sdk: bool,
 }
 
 fn yes() -> bool {
@@ -50,7 +54,11 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
     let send_all = || -> Result<f64> {
         let mut answered = 0.0;
         for request in &task.requests {
-            match send(request) {
+            let sent = match request.via_sdk {
+                true => send_with_sdk(ctx, request),
+                false => send(request),
+            };
+            match sent {
                 Ok(line) => {
                     answered += 1.0;
                     ctx.info(&format!("http {}: {line}", request.url));
@@ -145,6 +153,27 @@ fn send(request: &Request) -> std::result::Result<String, String> {
     }
     let shown = String::from_utf8_lossy(&received[..received.len().min(200)]).into_owned();
     Ok(format!("status {status}, {} bytes: {shown}", received.len()))
+}
+
+/// Sends one request with the SDK's client: `Ok` with what was received, or `Err` with the
+/// SDK's sentence.
+fn send_with_sdk(ctx: &Ctx, request: &Request) -> std::result::Result<String, String> {
+    let method = request.method.as_deref().unwrap_or("GET");
+    let mut outgoing = HttpRequest::new(method, request.url.as_str());
+    if let Some(body) = &request.body {
+        outgoing = outgoing.body(body.as_bytes().to_vec());
+    }
+    match ctx.http().send(&outgoing) {
+        Ok(response) => {
+            let shown = String::from_utf8_lossy(&response.body[..response.body.len().min(200)]).into_owned();
+            Ok(format!(
+                "sdk: status {}, {} bytes: {shown}",
+                response.status,
+                response.body.len()
+            ))
+        }
+        Err(e) => Err(format!("sdk error: {e}")),
+    }
 }
 
 fn stream_error(error: StreamError) -> String {
