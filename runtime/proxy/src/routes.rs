@@ -281,6 +281,43 @@ fn asks_usage(body: &Value) -> bool {
     body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true))
 }
 
+/// Sets in `body` what the proxy decides: the model (the rollout's `proxy_llm` resource's, else
+/// the request's, else the upstream's default), that resource's sampling parameters where the
+/// request sets none, the mode's temperature, and the token-id fields. Returns the model.
+fn prepare(body: &mut Value, target: Option<&Target>, config: &ProxyConfig, upstream: &Upstream) -> String {
+    let asked = body
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty());
+    let model = target
+        .and_then(|t| t.model.clone())
+        .or_else(|| asked.map(str::to_owned))
+        .unwrap_or_else(|| upstream.default_model().to_owned());
+    let (Some(target), Some(fields)) = (target, body.as_object_mut()) else {
+        body["model"] = Value::String(model.clone());
+        return model;
+    };
+    fields.insert("model".into(), Value::String(model.clone()));
+    for (key, value) in &target.sampling {
+        fields.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    let temperature = match target.mode.as_deref() {
+        Some("train") => config.train_temperature,
+        Some("val") => config.val_temperature,
+        _ => None,
+    };
+    if let Some(temperature) = temperature {
+        fields.insert("temperature".into(), json!(temperature));
+    }
+    if config.token_ids {
+        fields.entry("return_token_ids").or_insert(Value::Bool(true));
+        if target.mode.as_deref() == Some("train") {
+            fields.entry("logprobs").or_insert(Value::Bool(true));
+        }
+    }
+    model
+}
+
 async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> Result<Response, ProxyError> {
     let inflight = shared.pause.enter()?;
     let started = now();
@@ -299,40 +336,7 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
         .upstreams
         .pick(route.as_ref().map(|r| r.rollout_id.as_str()))
         .clone();
-    let asked = body
-        .get("model")
-        .and_then(Value::as_str)
-        .filter(|m| !m.trim().is_empty());
-    let model = target
-        .as_ref()
-        .and_then(|t| t.model.clone())
-        .or_else(|| asked.map(str::to_owned))
-        .unwrap_or_else(|| upstream.default_model().to_owned());
-    body["model"] = Value::String(model.clone());
-    if let Some(target) = &target
-        && let Some(fields) = body.as_object_mut()
-    {
-        for (key, value) in &target.sampling {
-            fields.entry(key.clone()).or_insert_with(|| value.clone());
-        }
-    }
-    let temperature = match target.as_ref().and_then(|t| t.mode.as_deref()) {
-        Some("train") => shared.config.train_temperature,
-        Some("val") => shared.config.val_temperature,
-        _ => None,
-    };
-    if let Some(temperature) = temperature {
-        body["temperature"] = json!(temperature);
-    }
-    if let Some(target) = &target
-        && shared.config.token_ids
-        && let Some(fields) = body.as_object_mut()
-    {
-        fields.entry("return_token_ids").or_insert(Value::Bool(true));
-        if target.mode.as_deref() == Some("train") {
-            fields.entry("logprobs").or_insert(Value::Bool(true));
-        }
-    }
+    let model = prepare(&mut body, target.as_ref(), &shared.config, &upstream);
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let record = match (route, &target) {
         (Some(route), Some(target)) => Some(CallRecord {
