@@ -66,6 +66,13 @@ async fn answer(mut stream: TcpStream, seen: Arc<Mutex<Vec<String>>>) {
             return;
         }
         buffer.extend_from_slice(&chunk[..n]);
+        if buffer[0] == 0x16 {
+            // A TLS ClientHello: this server speaks plain HTTP only.
+            let _ = stream
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n")
+                .await;
+            return;
+        }
         if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
             break at + 4;
         }
@@ -509,4 +516,29 @@ async fn the_sdk_client_reaches_a_granted_host_and_reads_a_denial_as_a_sentence(
     );
     assert_eq!(http_spans(&ran).len(), 2);
     assert_eq!(server.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn https_to_a_server_that_speaks_no_tls_fails_its_handshake() {
+    let server = TestServer::start().await;
+    let grant = format!("https://127.0.0.1:{}", server.port()).parse().unwrap();
+    let mut policy = granting([grant]);
+    policy.http.timeout = Duration::from_secs(5);
+    let agent = probe(policy);
+    let url = format!("https://127.0.0.1:{}/hello", server.port());
+    let ran = fetch(&agent, json!([{"url": url}]), None).await;
+    assert_eq!(ran.outcome.reward, Some(0.0));
+    let logs = ran.logs();
+    assert!(
+        logs.iter().any(|l| l.contains("response error") && l.contains("Tls")),
+        "{logs:?}"
+    );
+    let span = http_spans(&ran)[0];
+    assert_eq!(attr(span, "error.type"), "tls");
+    assert_eq!(attr(span, "url.scheme"), "https");
+    assert!(
+        description(span).contains("TLS with 127.0.0.1 failed"),
+        "{:?}",
+        span.status
+    );
 }
