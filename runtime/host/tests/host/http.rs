@@ -352,12 +352,13 @@ async fn a_response_body_past_the_cap_fails_in_the_guest() {
         {"url": server.url("/big/1000")},
         {"url": server.url("/big/5000")},
         {"url": server.url("/chunked/5000")},
+        {"url": server.url("/big/5000"), "method": "HEAD"},
     ]);
     let ran = fetch(&agent, requests, None).await;
     assert_eq!(
         ran.outcome.reward,
-        Some(1.0),
-        "only the body within the cap: {:?}",
+        Some(2.0),
+        "the body within the cap, and HEAD's (none): {:?}",
         ran.logs()
     );
     let logs = ran.logs();

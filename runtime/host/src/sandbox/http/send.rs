@@ -82,11 +82,14 @@ pub(crate) async fn send(
     span: RequestSpan,
 ) -> Result<Sent, Error> {
     let mut span = span;
+    // A HEAD answer's length is the one a GET would have had: no body comes.
+    let head = request.method() == http::Method::HEAD;
     match exchange(request, &target, granted, limits, &mut span).await {
         Ok((response, io)) => {
             let status = response.status().as_u16();
             span.answered(status);
-            if let Some(declared) = declared_length(&response)
+            if !head
+                && let Some(declared) = declared_length(&response)
                 && declared > limits.max_response_bytes
             {
                 let reason = format!(
