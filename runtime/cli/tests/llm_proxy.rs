@@ -350,6 +350,9 @@ fn the_token_is_required_and_the_upstream_key_stays_on_the_host() {
     let (rollout, attempt) = api.start_rollout("train", None);
     let (status, _) = error_of(anonymous.chat(&rollout, &attempt, "say hi"));
     assert_eq!(status, 401, "the per-attempt routes need the token too");
+    let (status, _) = error_of(anonymous.post("/proxy/pause", &json!({})));
+    assert_eq!(status, 401, "so does pausing the proxy");
+    assert_eq!(ok_json(api.get("/proxy/state"))["paused"], false);
     ok_json(api.chat(&rollout, &attempt, "say hi"));
     assert_eq!(
         llm.handle().last_authorization().as_deref(),
