@@ -1,9 +1,9 @@
 //! Where the proxy sends a call: an OpenAI-compatible server, to which the client's body is
-//! forwarded as sent (only `model` and the RL fields set) with retries on 408/409/429/5xx and
-//! network errors, or any other `agl-llm` backend (the scripted one), asked through
-//! `LlmBackend::chat`. Several upstreams share the load by rollout: a rollout's calls all go to
-//! the one its id picks ([`Upstreams::pick`]), so a server's prefix cache serves its whole
-//! conversation.
+//! forwarded as sent (but for what the proxy sets: model, defaults, RL fields) with retries on
+//! 408/409/429/5xx and network errors, or any other `agl-llm` backend (the scripted one), asked
+//! through `LlmBackend::chat`. Several upstreams share the load by rollout: a rollout's calls all
+//! go to the one its id picks ([`Upstreams::pick`]), so a server's prefix cache serves its whole
+//! conversation; calls of no rollout take them in turn.
 
 use crate::error::ProxyError;
 use agl_llm::openai_json::{backoff, parse_retry_after};
@@ -11,6 +11,7 @@ use agl_llm::{LlmBackend, OpenAiConfig};
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// One place calls go.
@@ -88,29 +89,40 @@ impl Upstream {
 
 /// The upstreams of one proxy (at least one).
 #[derive(Clone)]
-pub struct Upstreams(Vec<Upstream>);
+pub struct Upstreams {
+    all: Vec<Upstream>,
+    /// Calls of no rollout so far: they take the upstreams in turn.
+    unattributed: Arc<AtomicUsize>,
+}
 
 impl Upstreams {
     /// `None` when `upstreams` is empty.
     pub fn new(upstreams: Vec<Upstream>) -> Option<Self> {
-        (!upstreams.is_empty()).then_some(Upstreams(upstreams))
+        (!upstreams.is_empty()).then(|| Upstreams {
+            all: upstreams,
+            unattributed: Arc::default(),
+        })
     }
 
     /// The upstream of `rollout_id`'s calls: the same one for every call of a rollout (FNV-1a of
-    /// the id, stable across processes and builds); the first for calls of no rollout.
+    /// the id, stable across processes and builds). Calls of no rollout take them in turn.
     pub fn pick(&self, rollout_id: Option<&str>) -> &Upstream {
-        let index = rollout_id.map_or(0, |id| {
-            let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            // The modulo of a u64 by a usize-sized length fits in usize.
-            usize::try_from(hash % self.0.len() as u64).unwrap_or(0)
-        });
-        &self.0[index]
+        let count = self.all.len();
+        let index = match rollout_id {
+            Some(id) => {
+                let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
+                // The remainder is below `count`, a usize.
+                usize::try_from(hash % count as u64).unwrap_or(0)
+            }
+            None => self.unattributed.fetch_add(1, Ordering::Relaxed) % count,
+        };
+        &self.all[index]
     }
 
     pub fn all(&self) -> &[Upstream] {
-        &self.0
+        &self.all
     }
 }
 
@@ -255,7 +267,12 @@ mod tests {
             .map(|i| name(upstreams.pick(Some(&format!("ro-{i}")))))
             .collect();
         assert_eq!(used.len(), 3, "30 rollouts use every upstream");
-        assert_eq!(name(upstreams.pick(None)), name(&upstreams.all()[0]));
+        let turns: Vec<String> = (0..3).map(|_| name(upstreams.pick(None))).collect();
+        assert_eq!(
+            turns.iter().collect::<std::collections::HashSet<_>>().len(),
+            3,
+            "{turns:?}"
+        );
         assert!(Upstreams::new(Vec::new()).is_none());
     }
 
