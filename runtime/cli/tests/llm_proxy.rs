@@ -794,3 +794,77 @@ fn concurrent_calls_of_many_attempts_land_each_on_its_own() {
         assert_eq!(answers, expected, "rollout {i}'s spans, in call order");
     }
 }
+
+/// A sandboxed agent that calls the LLM over HTTP through the proxy `agl-host run --llm-proxy`
+/// serves (`tests/guests/proxy-agent`, granted the proxy's address only): its calls are answered
+/// by the run's LLM and recorded as LLM spans of its attempt, beside the host's span of its
+/// HTTP request.
+#[test]
+fn a_sandboxed_agent_calls_the_llm_through_the_runs_proxy() {
+    let agent = agl_guest_build::build_guest("tests/guests/proxy-agent").expect("the proxy agent builds");
+    let scratch = support::Scratch::new("proxy-agent");
+    let (rules, train, db) = (
+        scratch.path("rules.json"),
+        scratch.path("train.jsonl"),
+        scratch.path("run.db"),
+    );
+    std::fs::write(&rules, ECHO_RULES).expect("rules");
+    let tasks: String = (0..3)
+        .map(|i| format!("{}\n", json!({"question": format!("say {i}"), "answer": i.to_string()})))
+        .collect();
+    std::fs::write(&train, tasks).expect("tasks");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let db = format!("sqlite:{}", db.display());
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env(
+            "AGL_CACHE_DIR",
+            agl_guest_build::repo_root().join("target/agl-cache-tests"),
+        )
+        .arg("run")
+        .arg("--agent")
+        .arg(&agent)
+        .args(["--algo", "baseline", "--llm-proxy", "--no-progress", "--db", &db])
+        .args(["--port", &port.to_string()])
+        .args(["--agent-http", &format!("http://127.0.0.1:{port}")])
+        .arg("--train")
+        .arg(&train)
+        .arg("--llm-script")
+        .arg(&rules)
+        .output()
+        .expect("agl-host runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+
+    let show = |args: &[&str]| -> Value {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+            .args(["show", "--db", &db, "--json"])
+            .args(args)
+            .output()
+            .expect("agl-host show runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("JSON")
+    };
+    let run = show(&[]);
+    let rollouts = run["rollouts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rollouts.len(), 3, "{run:#}");
+    for row in rollouts {
+        let rollout_id = row["rollout"]["rollout_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no rollout_id: {row}"));
+        let record = show(&[rollout_id]);
+        assert_eq!(record["final_reward"], 1.0, "{record:#}");
+        let attempt = record["attempts"][0]["attempt_id"].as_str().expect("an attempt");
+        let spans = record["spans"].as_array().cloned().unwrap_or_default();
+        let llm: Vec<&Value> = spans.iter().filter(|s| s["name"] == "openai.chat.completion").collect();
+        assert_eq!(llm.len(), 1, "one LLM span, the proxy's: {spans:#?}");
+        assert_eq!(llm[0]["attempt_id"], attempt);
+        assert_eq!(llm[0]["attributes"]["agl.llm.proxy.mode"], "train");
+        assert!(
+            spans.iter().any(|s| s["name"] == "agl.http.request"),
+            "the agent's request is a span too: {spans:#?}"
+        );
+    }
+}

@@ -77,6 +77,7 @@ pub const GUESTS: &[Guest] = &[
     component("examples/tool-agent"),
     component("tests/guests/probe"),
     component("tests/guests/http-probe"),
+    component("tests/guests/proxy-agent"),
     component("tests/guests/wrong-world"),
     component("plugins/baseline"),
     component("plugins/apo"),
