@@ -118,6 +118,11 @@ pub struct SandboxOptions {
     #[command(flatten)]
     #[serde(default)]
     pub http: HttpOptions,
+    /// `allowed-outbound-hosts` at the top level, where Spin's manifests put it: the same
+    /// grants as `[http]`'s key (both add up). The flag is `[http]`'s, `--agent-http`.
+    #[arg(skip)]
+    #[serde(default)]
+    pub allowed_outbound_hosts: Vec<HostPattern>,
 }
 
 impl Layer for SandboxOptions {
@@ -129,7 +134,9 @@ impl Layer for SandboxOptions {
         self.clock.apply(&mut policy.clock);
         self.llm.apply(&mut policy.llm);
         self.spans.apply(&mut policy.spans);
-        self.http.apply(&mut policy.http);
+        let mut http = self.http;
+        http.allowed_outbound_hosts.extend(self.allowed_outbound_hosts);
+        http.apply(&mut policy.http);
     }
 }
 
@@ -460,11 +467,18 @@ mod tests {
             .apply_manifest("[http]\nallowed-outbound-hosts = [\"https://*\"]")
             .unwrap_err();
         assert!(err.to_string().contains("every host"), "{err}");
+        // Spin's place for the key, the top level, grants as well; both places add up.
+        let mut both = SandboxPolicy::default();
+        both.apply_manifest(
+            "allowed-outbound-hosts = [\"https://a.example.com\"]\n[http]\nallowed-outbound-hosts = [\"http://b:81\"]",
+        )
+        .unwrap();
+        let granted: Vec<String> = both.http.allowed_hosts.iter().map(|p| p.to_string()).collect();
+        assert_eq!(granted, ["http://b:81", "https://a.example.com"]);
         assert!(
             SandboxPolicy::default()
-                .apply_manifest("allowed-outbound-hosts = [\"https://a.example.com\"]")
-                .is_err(),
-            "the grants live in the [http] table"
+                .apply_manifest("allowed-outbound-hosts = [\"ftp://a.example.com\"]")
+                .is_err()
         );
         let mut flags = SandboxOptions::default();
         flags
