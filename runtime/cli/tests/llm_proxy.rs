@@ -588,16 +588,14 @@ fn the_model_follows_the_rollouts_resources_and_rollouts_are_pinned() {
     assert_eq!(used, [true, true], "8 rollouts all went to one upstream");
 }
 
-/// Agent-lightning 0.3.0's `TracerTraceToTriplet` turns the proxy's spans into triplets, its
-/// `ProxyLLM` resource names our per-attempt route, and the `openai` client (plain and streamed)
-/// talks to the proxy: `tests/python/proxy_triplets.py` in the venv of `tests/python_client.rs`.
-#[test]
-fn agentlightning_reads_the_proxys_spans_as_triplets() {
+/// Runs `tests/python/SCRIPT --url STORE` in the venv of `tests/python_client.rs` (Agent-lightning
+/// 0.3.0 and `openai`) against a store with the proxy before the echo model; it must pass.
+fn python_check_passes(script: &str) {
     let llm = Llm::serve(Faults::default());
     let store = proxy_store(&llm, &[]);
     let python = support::prepare_venv();
     let mut child = std::process::Command::new(&python)
-        .arg(support::workspace_root().join("tests/python/proxy_triplets.py"))
+        .arg(support::workspace_root().join("tests/python").join(script))
         .args(["--url", &store.url])
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("PYTHONUNBUFFERED", "1")
@@ -618,13 +616,30 @@ fn agentlightning_reads_the_proxys_spans_as_triplets() {
     let output = child.wait_with_output().expect("python's output");
     assert!(
         output.status.success(),
-        "proxy_triplets.py failed ({}):\n{}\n{}\n--- agl-host store stderr\n{}",
+        "{script} failed ({}):\n{}\n{}\n--- agl-host store stderr\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
         store.log()
     );
     println!("{}", String::from_utf8_lossy(&output.stdout));
+}
+
+/// Agent-lightning 0.3.0's `TracerTraceToTriplet` turns the proxy's spans into triplets, its
+/// `ProxyLLM` resource names our per-attempt route, and the `openai` client (plain and streamed)
+/// talks to the proxy: `tests/python/proxy_triplets.py`.
+#[test]
+fn agentlightning_reads_the_proxys_spans_as_triplets() {
+    python_check_passes("proxy_triplets.py");
+}
+
+/// A plain Python agent — the `openai` package at the URL its rollout's `ProxyLLM` resource
+/// gives, dequeued and finished with Agent-lightning's `LightningStoreClient`, no tracing code —
+/// has its LLM calls recorded as spans of its attempts, and `TracerTraceToTriplet` turns each
+/// attempt into (prompt, response, reward): `tests/python/proxy_agent_loop.py`.
+#[test]
+fn a_plain_python_agent_through_the_proxy_yields_triplets_with_its_rewards() {
+    python_check_passes("proxy_agent_loop.py");
 }
 
 /// `agl-host run --llm-proxy` serves the proxy with the run's store and publishes it as the
