@@ -116,14 +116,15 @@ fn hostile_js_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_servin
     let dir = temp_dir("hostile");
     let results = dev_on_tasks(&repo().join("tests/guests/probe-js"), HOSTILE, &dir);
     let train = &results["splits"]["train"];
-    // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, throw_value, open_socket.
-    // Succeeded: the four denied "may it?" (0), stdout_flood (1), noop (1), reward (0.5).
+    // Failed: spin, memory_bomb, deep_recursion, huge_error, panic, throw_value.
+    // Succeeded: the five denied "may it?" (0: open_socket's fetch is refused, no host granted),
+    // stdout_flood (1), noop (1), reward (0.5).
     assert_eq!(
         (train["failed"].as_u64(), train["succeeded"].as_u64()),
-        (Some(7), Some(6)),
+        (Some(6), Some(7)),
         "{results:#}"
     );
-    assert_eq!(train["mean_reward_succeeded"].as_f64(), Some(2.5 / 6.0), "{results:#}");
+    assert_eq!(train["mean_reward_succeeded"].as_f64(), Some(2.5 / 7.0), "{results:#}");
     let reasons = reasons(&results);
     let has = |needle: &str| reasons.iter().any(|r| r.contains(needle));
     for expected in [
@@ -135,8 +136,6 @@ fn hostile_js_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_servin
         "agent error: probe: panic on purpose",
         "agent error: {\"code\":42}",
         "agent error: EEEE",
-        // fetch without wasi:http aborts the instance.
-        "the agent panicked",
     ] {
         assert!(has(expected), "no failure says {expected:?}: {reasons:#?}");
     }
@@ -177,4 +176,57 @@ fn the_sdk_and_example_unit_tests_pass_under_node() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", text(&output));
     assert!(stdout.contains("# fail 0") && !stdout.contains("# pass 0"), "{stdout}");
+}
+
+/// `fetch` in a JS agent goes out over wasi:http to a host the sandbox grants: the probe's
+/// `open_socket` fetches a loopback server granted by `--agent-http` (reward 1), and the same
+/// fetch to a port not granted is refused inside the guest (reward 0) without reaching it.
+#[test]
+fn js_fetch_reaches_a_granted_host_and_only_that_one() {
+    use std::io::{Read, Write};
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let (granted_addr, other_addr) = (granted.local_addr().unwrap(), other.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = granted.accept().expect("the granted fetch connects");
+        let mut request = [0u8; 4096];
+        let read = stream.read(&mut request).expect("request");
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            .expect("answer");
+        String::from_utf8_lossy(&request[..read]).into_owned()
+    });
+    other.set_nonblocking(true).expect("nonblocking");
+
+    let dir = temp_dir("fetch");
+    let train = dir.join("train.jsonl");
+    let tasks = [
+        format!(r#"{{"do": "open_socket", "addr": "{granted_addr}"}}"#),
+        format!(r#"{{"do": "open_socket", "addr": "{other_addr}"}}"#),
+    ];
+    std::fs::write(&train, tasks.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let run = agl_host([
+        OsString::from("dev"),
+        "--agent".into(),
+        repo().join("tests/guests/probe-js").into(),
+        "--train".into(),
+        train.into(),
+        "--llm-script".into(),
+        repo().join("examples/math-agent/rules.json").into(),
+        "--agent-http".into(),
+        format!("http://{granted_addr}").into(),
+        "--agent-timeout".into(),
+        "20s".into(),
+        "--output".into(),
+        out.clone().into(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
+    assert_eq!(train["mean_reward"].as_f64(), Some(0.5), "granted 1, refused 0: {results:#}");
+    let request = server.join().expect("server");
+    assert!(request.starts_with("GET / HTTP/1.1"), "{request}");
+    assert!(other.accept().is_err(), "the refused fetch never connected");
 }

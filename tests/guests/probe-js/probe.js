@@ -53,9 +53,9 @@ function readEnv(name) {
 }
 
 async function openSocket(ctx, addr) {
-  // No TCP/UDP API exists in the engine; fetch (HTTP over wasi:http) is the only way out. The
-  // global is there even though agl-host builds without wasi:http (componentize-js -d http), and
-  // calling it aborts the instance: a trap, so the attempt fails — nothing leaves the sandbox.
+  // No TCP/UDP API exists in the engine; fetch (HTTP over wasi:http) is the only way out, and
+  // the host lets it reach only the hosts the sandbox grants (--agent-http): any other is
+  // refused inside the guest (fetch rejects), and nothing leaves the sandbox.
   if (typeof globalThis.fetch !== 'function') {
     return verdict(ctx, 'open_socket', () => {
       throw new Error(`no socket API and no fetch in this engine to reach ${addr}`);

@@ -148,8 +148,9 @@ async function main() {
       sourcePath: bundle,
       witPath: resolve(opts.wit),
       worldName: world,
-      // No wasi:http imports: the host serves none (the LLM is the agl:agent/llm interface).
-      disableFeatures: ['http', 'fetch-event'],
+      // `fetch` goes out through wasi:http/outgoing-handler, which the host serves under the
+      // sandbox's allow-list (denied by default); no incoming-handler export (fetch-event).
+      disableFeatures: ['fetch-event'],
     }));
   } catch (err) {
     fail(`componentize-js failed on ${entry} (bundled with the agl SDK):\n${err.message ?? err}`);
