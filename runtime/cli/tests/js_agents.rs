@@ -225,7 +225,11 @@ fn js_fetch_reaches_a_granted_host_and_only_that_one() {
     let results = read_results(&out);
     let train = &results["splits"]["train"];
     assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
-    assert_eq!(train["mean_reward"].as_f64(), Some(0.5), "granted 1, refused 0: {results:#}");
+    assert_eq!(
+        train["mean_reward"].as_f64(),
+        Some(0.5),
+        "granted 1, refused 0: {results:#}"
+    );
     let request = server.join().expect("server");
     assert!(request.starts_with("GET / HTTP/1.1"), "{request}");
     assert!(other.accept().is_err(), "the refused fetch never connected");
