@@ -25,6 +25,21 @@ pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
     }
 }
 
+/// An error and its sources, `outer: inner: root` (reqwest's own message hides the cause).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

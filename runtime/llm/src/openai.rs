@@ -2,7 +2,7 @@
 //! (`POST {base_url}/chat/completions`), with keep-alive, a per-attempt timeout and retries with
 //! exponential backoff on 408/429/5xx and network errors.
 
-use std::error::Error as StdError;
+use crate::error::error_chain;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -207,21 +207,6 @@ fn send_failure(error: reqwest::Error) -> Failure {
             retry_after: None,
         }
     }
-}
-
-/// An error and its sources, `outer: inner: root` (reqwest's own message hides the cause).
-fn error_chain(error: &dyn StdError) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[async_trait::async_trait]

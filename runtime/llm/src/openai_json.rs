@@ -1,13 +1,15 @@
 //! The OpenAI chat-completions JSON for code that relays it rather than calls it (the LLM proxy):
 //! a request body read into a [`ChatRequest`], a response body into a [`ChatResponse`], a
-//! [`ChatResponse`] written as a body, an error body's message, and the retry policy's waits.
+//! [`ChatResponse`] written as a body or as stream chunks, an error body's message, and the retry
+//! policy's waits.
 //! Reading is as lenient as the HTTP client's and server's own ([`crate::wire`]).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::wire::{WireRequest, WireResponse};
-use crate::{ChatRequest, ChatResponse};
+use crate::{ChatRequest, ChatResponse, ToolCall, Usage};
 
+pub use crate::error::error_chain;
 pub use crate::retry::{backoff, parse_retry_after};
 pub use crate::wire::error_message;
 
@@ -27,6 +29,29 @@ pub fn chat_response(body: &Value, requested_model: &str) -> Result<ChatResponse
 pub fn response_body(response: &ChatResponse, id: String, created: u64) -> Value {
     // Plain data: serialising it cannot fail.
     serde_json::to_value(WireResponse::from_chat(response, id, created)).unwrap_or(Value::Null)
+}
+
+/// One `chat.completion.chunk` of a stream: a single choice with `delta` and `finish_reason`.
+pub fn chunk(id: &str, created: u64, model: &str, delta: Value, finish_reason: Value) -> Value {
+    json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+}
+
+/// The `delta` of a chunk carrying `calls` (indexed in order).
+pub fn tool_calls_delta(calls: &[ToolCall]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    json!({"tool_calls": calls})
+}
+
+/// The last chunk of a stream asked for `stream_options.include_usage`: no choices, the usage.
+pub fn usage_chunk(id: &str, created: u64, model: &str, usage: &Usage) -> Value {
+    let (input, output) = (usage.input_tokens, usage.output_tokens);
+    json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [],
+           "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": u64::from(input) + u64::from(output)}})
 }
 
 #[cfg(test)]

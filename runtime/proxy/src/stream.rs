@@ -4,6 +4,7 @@
 //! reason, usage, vLLM's token ids and logprobs) for the call's one span. A backend that does
 //! not stream (the scripted one) is answered as events made from its whole answer ([`events_of`]).
 
+use agl_llm::openai_json;
 use agl_llm::{ChatResponse, TokenDetail, ToolCall, Usage};
 use bytes::Bytes;
 use http_body::{Body, Frame};
@@ -217,29 +218,25 @@ pub(crate) fn event(data: &Value) -> Bytes {
 /// The events a streaming server would have sent for `response`: the role and text, the tool
 /// calls, the finish reason, the usage when `include_usage`, then `[DONE]`.
 pub(crate) fn events_of(response: &ChatResponse, id: &str, created: u64, include_usage: bool) -> Vec<Bytes> {
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": response.model,
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
+    let chunk = |delta: Value, finish: Value| openai_json::chunk(id, created, &response.model, delta, finish);
     let mut events = vec![event(&chunk(
         json!({"role": "assistant", "content": response.content}),
         Value::Null,
     ))];
     if !response.tool_calls.is_empty() {
-        let calls: Vec<Value> = response
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        events.push(event(&chunk(json!({"tool_calls": calls}), Value::Null)));
+        events.push(event(&chunk(
+            openai_json::tool_calls_delta(&response.tool_calls),
+            Value::Null,
+        )));
     }
     events.push(event(&chunk(json!({}), json!(response.finish_reason))));
     if include_usage {
-        let (input, output) = (response.usage.input_tokens, response.usage.output_tokens);
-        events.push(event(&json!({"id": id, "object": "chat.completion.chunk", "created": created,
-            "model": response.model, "choices": [],
-            "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": u64::from(input) + u64::from(output)}})));
+        events.push(event(&openai_json::usage_chunk(
+            id,
+            created,
+            &response.model,
+            &response.usage,
+        )));
     }
     events.push(Bytes::from(format!("data: {DONE}\n\n")));
     events

@@ -193,7 +193,7 @@ impl HttpUpstream {
                     why: ProxyError::BadGateway(format!(
                         "the upstream {} cannot be reached: {}",
                         self.config.base_url,
-                        chain(&error)
+                        agl_llm::openai_json::error_chain(&error)
                     )),
                     retry_after: None,
                 });
@@ -230,25 +230,10 @@ pub(crate) async fn read_body(response: reqwest::Response, timeout: Duration) ->
         ))),
         Ok(Err(error)) => Err(ProxyError::BadGateway(format!(
             "reading the upstream's answer failed: {}",
-            chain(&error)
+            agl_llm::openai_json::error_chain(&error)
         ))),
         Ok(Ok(bytes)) => Ok(bytes),
     }
-}
-
-/// An error and its sources (reqwest's own message hides the cause).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

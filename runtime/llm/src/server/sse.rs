@@ -13,16 +13,16 @@ use http_body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::ChatResponse;
+use crate::{ChatResponse, openai_json};
 
 /// The events of `response`, each `data: {...}\n\n`.
 pub(super) fn events(response: &ChatResponse, id: &str, created: u64, include_usage: bool) -> Vec<String> {
     let chunk = |delta: Value, finish: Value, extra: Option<(&str, Value)>| {
-        let mut choice = json!({"index": 0, "delta": delta, "finish_reason": finish});
-        if let (Some((key, value)), Some(fields)) = (extra, choice.as_object_mut()) {
-            fields.insert(key.to_owned(), value);
+        let mut chunk = openai_json::chunk(id, created, &response.model, delta, finish);
+        if let (Some((key, value)), Some(choice)) = (extra, chunk["choices"][0].as_object_mut()) {
+            choice.insert(key.to_owned(), value);
         }
-        json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": response.model, "choices": [choice]})
+        chunk
     };
     let mut chunks = Vec::new();
     let mut first = chunk(json!({"role": "assistant", "content": ""}), Value::Null, None);
@@ -45,19 +45,15 @@ pub(super) fn events(response: &ChatResponse, id: &str, created: u64, include_us
         chunks.push(chunk(json!({"content": word}), Value::Null, ids));
     }
     if !response.tool_calls.is_empty() {
-        let calls: Vec<Value> = response
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        chunks.push(chunk(json!({"tool_calls": calls}), Value::Null, None));
+        chunks.push(chunk(
+            openai_json::tool_calls_delta(&response.tool_calls),
+            Value::Null,
+            None,
+        ));
     }
     chunks.push(chunk(json!({}), json!(response.finish_reason), None));
     if include_usage {
-        let (input, output) = (response.usage.input_tokens, response.usage.output_tokens);
-        chunks.push(json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": response.model,
-            "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": u64::from(input) + u64::from(output)}}));
+        chunks.push(openai_json::usage_chunk(id, created, &response.model, &response.usage));
     }
     let mut events: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     events.push("data: [DONE]\n\n".to_owned());
