@@ -2,7 +2,8 @@
 //! componentize-py (installed into the shared test cache on first use) and running them — the
 //! math agent in Python under APO against the Rust one, pooled with 8 runners, `agl-host build -o`;
 //! the example with a PyPI dependency; the Python probe's hostile actions in one run; a module
-//! built without the SDK (`[tool.agl] sdk = false`); and the
+//! built without the SDK (`[tool.agl] sdk = false`); outgoing HTTP through the SDK's `ctx.http()`
+//! (a granted loopback server answers, any other host is refused inside the agent); and the
 //! errors a Python author meets (a syntax error, a native dependency, no usable python3, a rollout
 //! that raises). Each folder is built and compiled once, then loaded from the cache. Needs
 //! python3 >= 3.9 with venv (and PyPI for the first toolchain and dependency installs).
@@ -270,4 +271,124 @@ fn python_code_that_does_not_build_fails_with_the_python_error() {
         stderr.contains("is needed to build this guest") && stderr.contains("AGL_PYTHON"),
         "{stderr}"
     );
+}
+
+#[test]
+fn python_http_reaches_a_granted_host_and_only_that_one() {
+    use std::io::{Read, Write};
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let (granted_addr, other_addr) = (granted.local_addr().unwrap(), other.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = granted.accept().expect("the granted request connects");
+        let mut request = [0u8; 4096];
+        let read = stream.read(&mut request).expect("request");
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\nconnection: close\r\n\r\n{\"answer\": 42}\n")
+            .expect("answer");
+        String::from_utf8_lossy(&request[..read]).into_owned()
+    });
+    other.set_nonblocking(true).expect("nonblocking");
+
+    let dir = temp_dir("http");
+    let train = dir.join("train.jsonl");
+    let (granted_url, other_url) = (
+        format!("http://{granted_addr}/lookup?q=capital"),
+        format!("http://{other_addr}/lookup?q=capital"),
+    );
+    let tasks = [
+        format!(r#"{{"do": "http_get", "url": "{granted_url}", "timeout": 10}}"#),
+        format!(r#"{{"do": "http_get", "url": "{other_url}"}}"#),
+    ];
+    std::fs::write(&train, tasks.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let run = agl_host([
+        OsStr::new("dev"),
+        OsStr::new("--agent"),
+        repo().join("tests/guests/probe-py").as_os_str(),
+        OsStr::new("--train"),
+        train.as_os_str(),
+        OsStr::new("--llm-script"),
+        repo().join("examples/math-agent/rules.json").as_os_str(),
+        OsStr::new("--agent-http"),
+        OsStr::new(&format!("http://{granted_addr}")),
+        OsStr::new("--agent-timeout"),
+        OsStr::new("20s"),
+        OsStr::new("--db"),
+        OsStr::new(&db),
+        OsStr::new("--output"),
+        out.as_os_str(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
+    assert_eq!(
+        train["mean_reward"].as_f64(),
+        Some(0.5),
+        "granted 1, refused 0: {results:#}"
+    );
+    let request = server.join().expect("server");
+    assert!(request.starts_with("GET /lookup?q=capital HTTP/1.1"), "{request}");
+    assert!(request.to_ascii_lowercase().contains("x-probe: probe-py"), "{request}");
+    assert!(other.accept().is_err(), "the refused request never connected");
+
+    // The run's record: each request is an `agl.http.request` span; the agent logged what it got.
+    let spans_of = |url: &str| -> Vec<serde_json::Value> {
+        let show = |args: &[&str]| -> serde_json::Value {
+            let mut all = vec!["show", "--db", db.as_str()];
+            all.extend_from_slice(args);
+            all.push("--json");
+            let shown = agl_host(&all);
+            assert!(shown.status.success(), "{}", text(&shown));
+            serde_json::from_slice(&shown.stdout).expect("show --json prints JSON")
+        };
+        let run_id = results["run_id"].as_str().expect("run id");
+        let rollouts = show(&[run_id]);
+        let rollout_id = rollouts["rollouts"]
+            .as_array()
+            .expect("rollouts")
+            .iter()
+            .map(|r| &r["rollout"])
+            .find(|r| r["input"]["url"] == url)
+            .and_then(|r| r["rollout_id"].as_str())
+            .unwrap_or_else(|| panic!("no rollout for {url}: {rollouts:#}"))
+            .to_owned();
+        show(&[run_id, &rollout_id])["spans"].as_array().expect("spans").clone()
+    };
+    let http = |spans: &[serde_json::Value]| -> serde_json::Value {
+        let found: Vec<&serde_json::Value> = spans.iter().filter(|s| s["name"] == "agl.http.request").collect();
+        assert_eq!(found.len(), 1, "one request: {spans:#?}");
+        found[0].clone()
+    };
+    let spans = spans_of(&granted_url);
+    let sent = http(&spans);
+    let attributes = &sent["attributes"];
+    assert_eq!(attributes["http.request.method"], "GET", "{sent:#}");
+    assert_eq!(attributes["server.address"], "127.0.0.1", "{sent:#}");
+    assert_eq!(attributes["server.port"], granted_addr.port(), "{sent:#}");
+    assert_eq!(attributes["url.path"], "/lookup", "{sent:#}");
+    assert_eq!(attributes["http.response.status_code"], 200, "{sent:#}");
+    assert_eq!(attributes["http.response.body.size"], 15, "{sent:#}");
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(
+        said.contains(r#"http_get: allowed: status 200, 15 bytes: {\"answer\": 42}"#),
+        "{said}"
+    );
+
+    let spans = spans_of(&other_url);
+    let refused = http(&spans);
+    assert_eq!(
+        refused["attributes"]["error.type"], "HTTP-request-denied",
+        "{refused:#}"
+    );
+    let said = serde_json::to_string(&spans).expect("JSON");
+    let origin = format!("http://{other_addr}");
+    for words in [
+        format!("http_get: denied: HttpDenied: GET {other_url} failed: denied by the sandbox: {origin} is not granted"),
+        format!("--agent-http {origin}"),
+    ] {
+        assert!(said.contains(&words), "the agent logged {words:?}: {said}");
+    }
 }

@@ -5,8 +5,11 @@
 //! digest of the folder's sources, the SDK and WIT embedded in this binary, the dependency list,
 //! the world, the entry module and componentize-py's version: a build runs only when one of them
 //! changed. An `agent` is built from a generated entry module that imports the user's module and
-//! exports its `@agl.rollout` function through the SDK ([`sdk`]); another world (`[tool.agl]
-//! world = "algorithm"`) uses the user's module as the app itself.
+//! exports its `@agl.rollout` function through the SDK ([`sdk`]), against world `agent-python`
+//! (`agent` plus `wasi:http/outgoing-handler`, for the SDK's `ctx.http()`; its WIT folder is
+//! [`embedded::PYTHON_WIT_FILES`]); another world (`[tool.agl] world = "algorithm"`), or a module
+//! built without the SDK (`sdk = false`), uses the user's module as the app itself, against the
+//! repository's WIT and the world it names.
 
 mod pyproject;
 mod sdk;
@@ -28,12 +31,20 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
     let folder = canonical(dir);
     let project = read_project(&folder)?;
     check_module(&folder, &project.module)?;
-    let wit = embedded::write_wit(cache_dir)?;
+    let with_sdk = project.world == pyproject::DEFAULT_WORLD && project.sdk;
+    // An SDK agent is built against world `agent-python` (world `agent` plus wasi:http, for
+    // `ctx.http()`), from a WIT folder of its own; anything else against the repository's WIT.
+    let (wit, world) = if with_sdk {
+        (embedded::write_python_wit(cache_dir)?, embedded::PYTHON_AGENT_WORLD)
+    } else {
+        (embedded::write_wit(cache_dir)?, project.world.as_str())
+    };
     let digest = source_digest(
         &folder,
         &[
             &sdk::sdk_digest(),
             embedded::wit_digest().as_bytes(),
+            embedded::python_wit_digest().as_bytes(),
             project.dependencies.join("\n").as_bytes(),
             project.world.as_bytes(),
             project.module.as_bytes(),
@@ -59,7 +70,7 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
     // The path componentize-py searches, in order: the entry module, the SDK, the guest's own
     // folder, its dependencies.
     let mut path = Vec::new();
-    let app = if project.world == pyproject::DEFAULT_WORLD && project.sdk {
+    let app = if with_sdk {
         path.push(sdk::write_entry(cache_dir, &project.module)?);
         sdk::ENTRY_MODULE.to_owned()
     } else {
@@ -69,7 +80,7 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
     path.push(folder.clone());
     path.extend(site);
     let partial = output.with_extension("wasm.partial");
-    componentize(&tools, &folder, &wit, &project.world, &app, &path, &partial, echo)?;
+    componentize(&tools, &folder, &wit, world, &app, &path, &partial, echo)?;
     std::fs::rename(&partial, &output).map_err(|source| GuestBuildError::Cache {
         path: output.clone(),
         source,

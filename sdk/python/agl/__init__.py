@@ -14,7 +14,8 @@ An agent is a WebAssembly component of world ``agent`` (``wit/agent.wit``); ``ag
 
 The function gets the rollout's input (parsed JSON) and a :class:`Ctx`; it returns the final
 reward, or ``None`` to leave it to ``ctx.reward``. An exception fails the attempt with its message.
-Every ``ctx`` call is a host call, recorded by agl-host as a span. See ``sdk/python/README.md``.
+Every ``ctx`` call is a host call, recorded by agl-host as a span; ``ctx.http()`` (:mod:`agl.http`)
+reaches the hosts the sandbox grants. See ``sdk/python/README.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ from .errors import (
     ResourceError,
     TaskError,
     Timeout,
+)
+from .http import (
+    Http,
+    HttpBodyTooLarge,
+    HttpConnectError,
+    HttpDenied,
+    HttpError,
+    HttpRequest,
+    HttpResponse,
+    HttpStatusError,
+    HttpTimeout,
 )
 from .host import Level, LlmEndpoint, Mode, PromptTemplate, Resource, RolloutContext
 from .llm import ChatResponse, Llm, Message, Tool, ToolCall, Usage
@@ -64,4 +76,13 @@ __all__ = [
     "Timeout",
     "InvalidRequest",
     "Backend",
+    "Http",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpError",
+    "HttpDenied",
+    "HttpTimeout",
+    "HttpBodyTooLarge",
+    "HttpConnectError",
+    "HttpStatusError",
 ]

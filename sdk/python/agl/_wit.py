@@ -1,6 +1,7 @@
-"""The bridge to the bindings componentize-py generates for world ``agent`` (the ``wit_world``
-package): :class:`WitHost`, the :class:`~agl.host.Host` of a real component, and
-:func:`export`, which builds the ``WitWorld`` class the component exports.
+"""The bridge to the bindings componentize-py generates for world ``agent-python`` (world
+``agent`` plus ``wasi:http``; the ``wit_world`` package): :class:`WitHost`, the
+:class:`~agl.host.Host` of a real component, and :func:`export`, which builds the ``WitWorld``
+class the component exports. Outgoing HTTP has a module of its own, ``agl._wit_http``.
 
 Only importable inside a component build; every other module of the SDK is plain Python.
 """
@@ -15,9 +16,10 @@ from wit_world.imports import resources as wit_resources
 from wit_world.imports import reward as wit_reward
 from wit_world.imports import trace as wit_trace
 
-from . import agent
+from . import _wit_http, agent
 from .errors import Backend, BudgetExceeded, InvalidRequest, LlmError, ModelNotAllowed, PromptError, Timeout
 from .host import Level, LlmEndpoint, PromptTemplate, Resource, RolloutContext
+from .http import HttpRequest, HttpResponse, Target
 from .llm import ChatRequest, ChatResponse, Message, ToolCall, Usage
 
 _ROLES = {
@@ -127,6 +129,9 @@ class WitHost:
 
     def end_operation(self, handle: int, error: Optional[str]) -> None:
         wit_trace.end_operation(handle, error)
+
+    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse:
+        return _wit_http.send(request, target)
 
 
 def export(module_name: str) -> type:

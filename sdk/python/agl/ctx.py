@@ -1,8 +1,8 @@
 """The context of one attempt (:class:`Ctx`) and prompt templates (:class:`Prompt`).
 
-Everything an agent reaches goes through ``ctx``: who is running, the LLM, rewards, the rollout's
-resources, logs and the agent's own operation spans. Every call is a host call, which agl-host
-records as a span of the attempt: agents write no tracing code.
+Everything an agent reaches goes through ``ctx``: who is running, the LLM, outgoing HTTP, rewards,
+the rollout's resources, logs and the agent's own operation spans. Every call is a host call,
+which agl-host records as a span of the attempt: agents write no tracing code.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Iterator, Optional, Union, overload
 
 from .errors import PromptError, ResourceError
 from .host import Host, Level, Mode, PromptTemplate, Resource, RolloutContext
+from .http import Http
 from .llm import Llm
 from .template import format_template
 
@@ -72,6 +73,13 @@ class Ctx:
         if self._llm is None:
             self._llm = Llm(self._host)
         return self._llm
+
+    def http(self) -> Http:
+        """The agent's HTTP client: ``ctx.http().get(url)``, ``.post_json(url, obj)``,
+        ``.send(agl.HttpRequest(...))``. Only the hosts the sandbox grants are reached
+        (``--agent-http URL``, the manifest's ``allowed-outbound-hosts``); any other request
+        raises :class:`~agl.HttpDenied`, saying how to grant it."""
+        return Http(self._host)
 
     # --- who is running -------------------------------------------------------------------
 

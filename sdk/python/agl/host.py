@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Optional, Protocol, Sequence, Union
 
+from .http import HttpRequest, HttpResponse, Target
 from .llm import ChatRequest, ChatResponse
 
 __all__ = ["Host", "Level", "Mode", "RolloutContext", "PromptTemplate", "LlmEndpoint", "Resource"]
@@ -118,4 +119,9 @@ class Host(Protocol):
 
     def end_operation(self, handle: int, error: Optional[str]) -> None:
         """Closes an operation span, failed when ``error`` is given."""
+        ...
+
+    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse:
+        """Sends an HTTP request to ``target`` (its URL, split) and reads the whole response;
+        raises an :class:`~agl.HttpError` subclass when none came."""
         ...

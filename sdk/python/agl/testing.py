@@ -1,6 +1,7 @@
 """Testing an agent in plain CPython, without agl-host or WebAssembly.
 
-:class:`LocalHost` plays the host: resources from a dict, LLM replies from a function, and a
+:class:`LocalHost` plays the host: resources from a dict, LLM replies from a function, HTTP
+answers from a function (or real requests to the hosts you grant, :func:`urllib_http`), and a
 record of every call (logs, rewards, operations, requests). :func:`run` runs one attempt of a
 rollout function the way the component does, exceptions included::
 
@@ -21,12 +22,17 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from .agent import Outcome, run_attempt
 from .errors import LlmError, PromptError
 from .host import Level, Mode, PromptTemplate, Resource, RolloutContext
+from .http import HttpConnectError, HttpDenied, HttpRequest, HttpResponse, HttpTimeout, Target, split_url
 from .llm import ChatRequest, ChatResponse
 from .template import format_template
 
-__all__ = ["LocalHost", "run", "Operation"]
+__all__ = ["LocalHost", "run", "Operation", "urllib_http"]
 
 Reply = Callable[[ChatRequest], Union[str, ChatResponse]]
+#: Answers one HTTP request: an :class:`~agl.HttpResponse`, or a ``str``/``bytes`` body (status
+#: 200), or a JSON value (``dict``/``list``, sent back as JSON with status 200); or raises an
+#: :class:`~agl.HttpError`.
+HttpAnswer = Callable[[HttpRequest], Union[HttpResponse, str, bytes, dict, list]]
 
 
 @dataclass
@@ -44,13 +50,17 @@ class LocalHost:
 
     ``prompts`` become f-string prompt-template resources and ``resources`` adds any others;
     ``reply`` answers each chat request (a string, a :class:`~agl.ChatResponse`, or an
-    :class:`~agl.LlmError` raised). Every call is recorded in the lists below.
+    :class:`~agl.LlmError` raised); ``http`` answers each HTTP request (see ``HttpAnswer``, or
+    :func:`urllib_http` for real requests); without it every request is denied, as the sandbox
+    denies every host it was not told to grant. Every call is recorded in the lists below.
     """
 
     prompts: Mapping[str, str] = field(default_factory=dict)
     resources: Mapping[str, Resource] = field(default_factory=dict)
     reply: Optional[Reply] = None
+    http: Optional[HttpAnswer] = None
     requests: list[ChatRequest] = field(default_factory=list)
+    http_requests: list[HttpRequest] = field(default_factory=list)
     logs: list[tuple[Level, str]] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     objects: list[Any] = field(default_factory=list)
@@ -102,6 +112,24 @@ class LocalHost:
             self.operations[handle - 1].ended = True
             self.operations[handle - 1].error = error
 
+    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse:
+        self.http_requests.append(request)
+        if self.http is None:
+            raise request.error(
+                f"denied by the sandbox: {target.origin} is not granted to this agent "
+                "(LocalHost answers HTTP through its `http` function: pass one)",
+                HttpDenied,
+            )
+        answer = self.http(request)
+        if isinstance(answer, HttpResponse):
+            return answer
+        if isinstance(answer, (bytes, bytearray)):
+            return HttpResponse(200, [("content-type", "application/octet-stream")], bytes(answer))
+        if isinstance(answer, str):
+            return HttpResponse(200, [("content-type", "text/plain; charset=utf-8")], answer.encode("utf-8"))
+        body = json.dumps(answer, ensure_ascii=False).encode("utf-8")
+        return HttpResponse(200, [("content-type", "application/json")], body)
+
     def logged(self, level: Optional[Level] = None) -> list[str]:
         """The logged messages (of ``level`` only, when given)."""
         return [text for lvl, text in self.logs if level is None or lvl == level]
@@ -127,3 +155,75 @@ def run(
         resources_id=resources_id,
     )
     return run_attempt(function, host if host is not None else LocalHost(), context, task_json)
+
+
+def urllib_http(*granted: str) -> HttpAnswer:
+    """An ``http`` function for :class:`LocalHost` that sends each request for real, with
+    ``urllib``, to the ``granted`` origins only (``"http://127.0.0.1:8080"``: scheme, host and
+    port, the port defaulting to the scheme's, as ``--agent-http`` takes them; ``*.example.com``
+    for its subdomains); any other request is denied as the sandbox would deny it. For tests
+    against a local server::
+
+        host = LocalHost(http=urllib_http(f"http://127.0.0.1:{port}"))
+    """
+    grants = [_origin_parts(split_url(pattern)) for pattern in granted]
+
+    def answer(request: HttpRequest) -> HttpResponse:
+        # Imported here: a component never runs this, and urllib would only weigh it down.
+        import urllib.error
+        import urllib.request
+
+        target = split_url(request.url)
+        scheme, host, port = _origin_parts(target)
+        if not any(_grants(grant, scheme, host, port) for grant in grants):
+            raise request.error(
+                f"denied by the sandbox: {target.origin} is not granted to this agent "
+                f"(urllib_http grants {', '.join(granted) or 'nothing'})",
+                HttpDenied,
+            )
+        sent = urllib.request.Request(
+            request.url,
+            data=request.body_bytes() if request.body is not None else None,
+            headers=dict(request.header_pairs()),
+            method=request.method.upper(),
+        )
+        try:
+            with _opener().open(sent, timeout=request.timeout or 30) as reply:
+                return HttpResponse(reply.status, list(reply.getheaders()), reply.read())
+        except urllib.error.HTTPError as err:
+            return HttpResponse(err.code, list(err.headers.items()), err.read())
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            if isinstance(reason, TimeoutError):
+                raise request.error(f"no response within the timeout ({reason})", HttpTimeout) from None
+            raise request.error(f"{target.origin} could not be reached: {reason}", HttpConnectError) from None
+
+    return answer
+
+
+def _opener() -> Any:
+    """A urllib opener that does not follow redirects: the sandbox returns a 3xx as it is."""
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(NoRedirects)
+
+
+def _origin_parts(target: Target) -> tuple[str, str, int]:
+    host, port = target.authority, ""
+    if not host.endswith("]") and ":" in host:
+        host, port = host.rsplit(":", 1)
+    default = 443 if target.scheme == "https" else 80
+    return target.scheme, host.lower(), int(port) if port else default
+
+
+def _grants(grant: tuple[str, str, int], scheme: str, host: str, port: int) -> bool:
+    g_scheme, g_host, g_port = grant
+    if (g_scheme, g_port) != (scheme, port):
+        return False
+    if g_host.startswith("*."):
+        return host.endswith(g_host[1:])
+    return g_host == host

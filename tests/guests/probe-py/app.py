@@ -109,6 +109,18 @@ def open_socket(task: dict, ctx: agl.Ctx) -> float:
     return max(verdict(ctx, "open_socket", tcp), verdict(ctx, "open_socket", udp))
 
 
+def http_get(task: dict, ctx: agl.Ctx) -> float:
+    """``ctx.http().get(url)`` ("timeout" seconds, optional): 1.0 if a response came (its status
+    and body logged), 0.0 if it raised an ``agl.HttpError`` (the sandbox's refusal, a timeout...)."""
+    url = task["url"]
+
+    def attempt() -> str:
+        response = ctx.http().get(url, headers={"x-probe": "probe-py"}, timeout=task.get("timeout"))
+        return f"status {response.status}, {len(response.body)} bytes: {response.text()[:200]}"
+
+    return verdict(ctx, "http_get", attempt)
+
+
 def stdout_flood(task: dict, ctx: agl.Ctx) -> float:
     """Writes "bytes" (10 MiB) to stdout and a sixteenth of that to stderr, in 64 KiB lines; a write
     error stops that stream and is logged (warn)."""
@@ -202,6 +214,7 @@ ACTIONS: dict[str, Callable[[dict, agl.Ctx], Any]] = {
     "list_dir": list_dir,
     "read_env": read_env,
     "open_socket": open_socket,
+    "http_get": http_get,
     "stdout_flood": stdout_flood,
     "huge_error": huge_error,
     "panic": panic,
