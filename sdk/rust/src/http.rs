@@ -17,8 +17,12 @@ use wasip2::http::types::{
 };
 use wasip2::io::streams::StreamError;
 
-/// Bytes written to or read from a body stream at a time.
+/// Bytes read from a body stream at a time.
 const CHUNK: u64 = 64 * 1024;
+
+/// Bytes written to a body stream at a time: the most one `blocking-write-and-flush` of a WASI
+/// stream may take (a longer write traps the instance).
+const WRITE_CHUNK: usize = 4096;
 
 /// The agent's HTTP client (see the module docs): `ctx.http()`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -333,7 +337,7 @@ fn write_body(body: &OutgoingBody, bytes: &[u8]) -> Result<(), String> {
     let stream = body
         .write()
         .map_err(|()| "the request body is unavailable".to_string())?;
-    for chunk in bytes.chunks(CHUNK as usize) {
+    for chunk in bytes.chunks(WRITE_CHUNK) {
         stream
             .blocking_write_and_flush(chunk)
             .map_err(|e| stream_error("sending the request body", e))?;

@@ -501,9 +501,11 @@ async fn the_sdk_client_reaches_a_granted_host_and_reads_a_denial_as_a_sentence(
     let requests = json!([
         {"url": server.url("/echo"), "method": "POST", "body": "twelve bytes", "via_sdk": true},
         {"url": "http://127.0.0.1:9/hello", "via_sdk": true},
+        // Past the 4,096 bytes one blocking write of a WASI stream may take.
+        {"url": server.url("/echo"), "method": "POST", "body": "x".repeat(20_000), "via_sdk": true},
     ]);
     let ran = fetch(&agent, requests, None).await;
-    assert_eq!(ran.outcome.reward, Some(1.0), "{:?}", ran.logs());
+    assert_eq!(ran.outcome.reward, Some(2.0), "{:?}", ran.logs());
     let logs = ran.logs();
     assert!(
         logs.iter()
@@ -515,8 +517,12 @@ async fn the_sdk_client_reaches_a_granted_host_and_reads_a_denial_as_a_sentence(
             .any(|l| l.contains("sdk error: GET http://127.0.0.1:9/hello failed: denied by the sandbox")),
         "{logs:?}"
     );
-    assert_eq!(http_spans(&ran).len(), 2);
-    assert_eq!(server.seen().len(), 1);
+    assert!(
+        logs.iter().any(|l| l.ends_with("got 20000 bytes")),
+        "a large body is sent whole: {logs:?}"
+    );
+    assert_eq!(http_spans(&ran).len(), 3);
+    assert_eq!(server.seen().len(), 2);
 }
 
 #[tokio::test]
