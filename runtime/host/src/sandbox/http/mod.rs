@@ -35,6 +35,24 @@ use wasmtime_wasi_http::{
 /// The interface `handle` is linked under (the version wasmtime-wasi-http 48 serves; guests
 /// importing an older 0.2 version are linked to it by semver).
 const OUTGOING_HANDLER: &str = "wasi:http/outgoing-handler@0.2.12";
+/// The interface `http-error-code` is linked under (as `OUTGOING_HANDLER`).
+const TYPES: &str = "wasi:http/types@0.2.12";
+
+/// `types.http-error-code`: the wasi:http error code a stream's error carries — one made by
+/// wasmtime-wasi-http, or a failure of a response body the host reads (`body.rs`: past the size
+/// cap, silent past the timeout, broken off by the server).
+fn error_code_of(error: &wasmtime::Error) -> Option<ErrorCode> {
+    if let Some(code) = error.downcast_ref::<ErrorCode>() {
+        return Some(code.clone());
+    }
+    match error.downcast_ref::<Error>()? {
+        Error::HttpResponseBodySize(size) => Some(ErrorCode::HttpResponseBodySize(*size)),
+        Error::ConnectionReadTimeout => Some(ErrorCode::ConnectionReadTimeout),
+        Error::Hyper(e) if e.is_incomplete_message() => Some(ErrorCode::HttpResponseIncomplete),
+        Error::Hyper(e) => Some(ErrorCode::InternalError(Some(e.to_string()))),
+        _ => None,
+    }
+}
 
 /// The outgoing HTTP side of one instance. Its resources live in the sandbox's one table.
 pub struct HttpState {
@@ -59,6 +77,17 @@ impl Capability for HttpState {
     fn link<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
         let options = LinkOptions::default();
         wit::add_to_linker::<_, WasiHttp>(linker, &options.into(), <InstanceState<W> as WasiHttpView>::http)?;
+        // wasmtime-wasi-http's `http-error-code` knows only the errors it made itself as codes;
+        // the failures of the host's response bodies (`body.rs`) are read here too.
+        linker.allow_shadowing(true);
+        let shadowed = linker.instance(TYPES)?.func_wrap(
+            "http-error-code",
+            |store: StoreContextMut<'_, InstanceState<W>>, (error,): (Resource<wasmtime::Error>,)| {
+                Ok((error_code_of(store.data().sandbox.table.get(&error)?),))
+            },
+        );
+        linker.allow_shadowing(false);
+        shadowed?;
         linker.instance(OUTGOING_HANDLER)?.func_wrap_async(
             "handle",
             |mut store: StoreContextMut<'_, InstanceState<W>>,
