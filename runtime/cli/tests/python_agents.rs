@@ -275,20 +275,9 @@ fn python_code_that_does_not_build_fails_with_the_python_error() {
 
 #[test]
 fn python_http_reaches_a_granted_host_and_only_that_one() {
-    use std::io::{Read, Write};
-    let granted = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let (granted_addr, other_addr) = (granted.local_addr().unwrap(), other.local_addr().unwrap());
-    let server = std::thread::spawn(move || {
-        let (mut stream, _) = granted.accept().expect("the granted request connects");
-        let mut request = [0u8; 4096];
-        let read = stream.read(&mut request).expect("request");
-        stream
-            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\nconnection: close\r\n\r\n{\"answer\": 42}\n")
-            .expect("answer");
-        String::from_utf8_lossy(&request[..read]).into_owned()
-    });
-    other.set_nonblocking(true).expect("nonblocking");
+    let (granted_addr, server) =
+        answer_once(b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\nconnection: close\r\n\r\n{\"answer\": 42}\n");
+    let (other_addr, other) = never_accepted();
 
     let dir = temp_dir("http");
     let train = dir.join("train.jsonl");

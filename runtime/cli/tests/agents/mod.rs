@@ -1,13 +1,17 @@
 //! What the end-to-end tests of agents in other languages (`python_agents.rs`, `js_agents.rs`,
 //! `c_agent.rs`) share: the repository, the test cache every `agl-host` they run shares
 //! (toolchains, built and compiled components), scratch folders, the README's APO command, and
-//! reading what a run printed and wrote. Included with `mod agents;`; each test binary uses part.
+//! reading what a run printed and wrote, and a loopback server that answers one HTTP request.
+//! Included with `mod agents;`; each test binary uses part.
 #![allow(dead_code)]
 
 use serde_json::Value;
 use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::thread::JoinHandle;
 
 pub fn repo() -> PathBuf {
     agl_guest_build::repo_root()
@@ -119,4 +123,27 @@ pub fn dev_on_tasks(agent: &Path, tasks: &[&str], dir: &Path) -> Value {
     ]);
     assert!(run.status.success(), "{}", text(&run));
     read_results(&out)
+}
+
+/// A server on a free loopback port that accepts one connection, reads its request (its first
+/// 4 KiB) and writes `answer` (a whole HTTP/1.1 response); joined, it gives the request's text.
+pub fn answer_once(answer: &'static [u8]) -> (SocketAddr, JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("the granted request connects");
+        let mut request = [0u8; 4096];
+        let read = stream.read(&mut request).expect("request");
+        stream.write_all(answer).expect("answer");
+        String::from_utf8_lossy(&request[..read]).into_owned()
+    });
+    (addr, server)
+}
+
+/// A loopback port that is listened on but never accepted from: `refused.accept().is_err()`
+/// after a run says nothing connected to it.
+pub fn never_accepted() -> (SocketAddr, TcpListener) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    (listener.local_addr().expect("addr"), listener)
 }
