@@ -209,15 +209,7 @@ fn js_fetch_reaches_a_granted_host_and_only_that_one() {
         "--output".into(),
         out.clone().into(),
     ]);
-    assert!(run.status.success(), "{}", text(&run));
-    let results = read_results(&out);
-    let train = &results["splits"]["train"];
-    assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
-    assert_eq!(
-        train["mean_reward"].as_f64(),
-        Some(0.5),
-        "granted 1, refused 0: {results:#}"
-    );
+    granted_one_refused_one(&run, &out);
     let request = server.join().expect("server");
     assert!(request.starts_with("GET / HTTP/1.1"), "{request}");
     assert!(other.accept().is_err(), "the refused fetch never connected");

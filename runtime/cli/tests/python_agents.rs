@@ -309,15 +309,7 @@ fn python_http_reaches_a_granted_host_and_only_that_one() {
         OsStr::new("--output"),
         out.as_os_str(),
     ]);
-    assert!(run.status.success(), "{}", text(&run));
-    let results = read_results(&out);
-    let train = &results["splits"]["train"];
-    assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
-    assert_eq!(
-        train["mean_reward"].as_f64(),
-        Some(0.5),
-        "granted 1, refused 0: {results:#}"
-    );
+    let results = granted_one_refused_one(&run, &out);
     let request = server.join().expect("server");
     assert!(request.starts_with("GET /lookup?q=capital HTTP/1.1"), "{request}");
     assert!(request.to_ascii_lowercase().contains("x-probe: probe-py"), "{request}");

@@ -147,3 +147,18 @@ pub fn never_accepted() -> (SocketAddr, TcpListener) {
     listener.set_nonblocking(true).expect("nonblocking");
     (listener.local_addr().expect("addr"), listener)
 }
+
+/// The results of a run of two rollouts, one request to a granted host (reward 1) and one to a
+/// host not granted (reward 0): both attempts succeeded, mean reward 0.5.
+pub fn granted_one_refused_one(run: &Output, out: &Path) -> Value {
+    assert!(run.status.success(), "{}", text(run));
+    let results = read_results(out);
+    let train = &results["splits"]["train"];
+    assert_eq!(train["succeeded"].as_u64(), Some(2), "{results:#}");
+    assert_eq!(
+        train["mean_reward"].as_f64(),
+        Some(0.5),
+        "granted 1, refused 0: {results:#}"
+    );
+    results
+}
