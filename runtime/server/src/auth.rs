@@ -1,5 +1,6 @@
-//! Bearer-token check: with a token configured, every request but `GET /v1/agl/health` must
-//! carry `Authorization: Bearer <token>`, else it gets a JSON 401.
+//! Bearer-token check: with a token configured, every request but `GET /v1/agl/health` (and,
+//! when a static site is served, the site's `GET`s: its files hold no data) must carry
+//! `Authorization: Bearer <token>`, else it gets a JSON 401.
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
@@ -13,12 +14,18 @@ pub(crate) const HEALTH_PATH: &str = "/v1/agl/health";
 
 /// The token the requests must present.
 #[derive(Clone)]
-pub(crate) struct ExpectedToken(pub Arc<str>);
+pub(crate) struct ExpectedToken {
+    pub token: Arc<str>,
+    /// A static site is served: its requests need no token.
+    pub public_site: bool,
+}
 
-/// Middleware: lets the request through when it is the health probe or carries the token.
+/// Middleware: lets the request through when it is the health probe, a static site's file, or
+/// carries the token.
 pub(crate) async fn require_bearer(State(expected): State<ExpectedToken>, request: Request, next: Next) -> Response {
     let is_health = matches!(*request.method(), Method::GET | Method::HEAD) && request.uri().path() == HEALTH_PATH;
-    if is_health || presents(&request, &expected.0) {
+    let is_site = expected.public_site && crate::site::serves(request.method(), request.uri().path());
+    if is_health || is_site || presents(&request, &expected.token) {
         next.run(request).await
     } else {
         ApiError::unauthorized().into_response()

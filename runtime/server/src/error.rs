@@ -17,6 +17,12 @@ pub enum ServerError {
     },
     #[error("cannot read the address the store server is bound to: {0}")]
     LocalAddr(#[source] std::io::Error),
+    /// A static site's folder cannot be served ([`crate::Site::dir`]).
+    #[error("{}: {reason}", dir.display())]
+    Site {
+        dir: std::path::PathBuf,
+        reason: &'static str,
+    },
 }
 
 /// An error answer: a 4xx (or 503 for a failing backend) with `{"detail": "..."}`.

@@ -13,6 +13,8 @@
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
 //! and runs it until [`ServerHandle::shutdown`]; [`serve_with`] serves more routes beside the
 //! store's on the same port, under the same token and body limit (the LLM proxy's).
+//! [`ServerOptions::site`] adds a static web app (a dashboard, [`Site`]) at `/`, public, served
+//! for every `GET` that is not the API's.
 
 mod auth;
 mod connections;
@@ -23,6 +25,7 @@ mod options;
 mod query_string;
 mod routes;
 mod server;
+mod site;
 mod stall;
 
 pub use error::ServerError;
@@ -31,6 +34,7 @@ pub use options::{
     DEFAULT_PORT, DEFAULT_WRITE_STALL_TIMEOUT, ServerOptions,
 };
 pub use server::{SHUTDOWN_GRACE, ServerHandle, serve, serve_with};
+pub use site::{Site, is_api_path};
 
 use agl_store::LightningStore;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! How the server is started: address, optional bearer token, and the limits that keep a bad
 //! client from starving the others (body size, time to send headers and body, connections).
 
+use crate::site::Site;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -46,6 +47,9 @@ pub struct ServerOptions {
     /// At most this many connections are served at once; further clients wait in the listen
     /// backlog until one closes. At least 1.
     pub max_connections: usize,
+    /// A static web app (a dashboard) served at `/` for every `GET`/`HEAD` that is not the API's,
+    /// without the token (its files hold no data). `None`: no site, every other path is a 404.
+    pub site: Option<Site>,
 }
 
 impl Default for ServerOptions {
@@ -59,6 +63,7 @@ impl Default for ServerOptions {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            site: None,
         }
     }
 }
@@ -75,6 +80,7 @@ impl fmt::Debug for ServerOptions {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_connections", &self.max_connections)
+            .field("site", &self.site)
             .finish()
     }
 }
@@ -90,6 +96,7 @@ mod tests {
         assert_eq!(options.port, 4747);
         assert_eq!(options.token, None);
         assert_eq!(options.max_body_bytes, 16 << 20);
+        assert_eq!(options.site, None);
     }
 
     #[test]

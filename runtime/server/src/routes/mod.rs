@@ -1,5 +1,5 @@
 //! The route table of the 0.3.0 store API (one module per resource) and `POST /v1/traces`, the
-//! shared state, and the JSON 404 / 405 fallbacks.
+//! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them.
 
 mod attempts;
 mod otlp;
@@ -13,10 +13,12 @@ mod workers;
 use crate::auth::{self, ExpectedToken};
 use crate::error::ApiError;
 use crate::options::ServerOptions;
+use crate::site::{self, Site};
 use agl_store::LightningStore;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -31,6 +33,8 @@ pub(crate) struct AppState {
     /// Turns `true` when the server shuts down (long waits then answer at once); `None` when the
     /// router runs outside [`crate::serve`].
     pub shutdown: Option<watch::Receiver<bool>>,
+    /// The static site answered where no route matches (see [`fallback`]).
+    pub site: Option<Arc<Site>>,
 }
 
 impl AppState {
@@ -65,6 +69,7 @@ pub(crate) fn build(
         max_body_bytes: options.max_body_bytes,
         body_read_timeout: options.body_read_timeout,
         shutdown,
+        site: options.site.clone().map(Arc::new),
     };
     // Where a fixed segment (`search`, `latest`) shadows a `{param}` route, the fixed route also
     // takes the param route's other method with the literal as the id, so nothing becomes a 405.
@@ -115,7 +120,7 @@ pub(crate) fn build(
         .route("/v1/agl/spans/next", post(spans::next_sequence_id))
         .route("/v1/agl/waits/rollouts", post(waits::wait_for_rollouts))
         .route("/v1/traces", post(otlp::traces))
-        .fallback(not_found)
+        .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);
     let router = match extra {
@@ -125,15 +130,25 @@ pub(crate) fn build(
     .layer(DefaultBodyLimit::max(options.max_body_bytes));
     match &options.token {
         Some(token) => router.layer(axum::middleware::from_fn_with_state(
-            ExpectedToken(Arc::from(token.as_str())),
+            ExpectedToken {
+                token: Arc::from(token.as_str()),
+                public_site: options.site.is_some(),
+            },
             auth::require_bearer,
         )),
         None => router,
     }
 }
 
-async fn not_found() -> ApiError {
-    ApiError::not_found("Not Found")
+/// No route matched: the static site's file (or its `index.html`) for a `GET`/`HEAD` outside the
+/// API when there is a site, else a JSON 404.
+async fn fallback(State(state): State<AppState>, request: Request) -> Response {
+    match &state.site {
+        Some(site) if site::serves(request.method(), request.uri().path()) => {
+            site::answer(site, request.uri().path(), request.headers()).await
+        }
+        _ => ApiError::not_found("Not Found").into_response(),
+    }
 }
 
 async fn method_not_allowed() -> ApiError {
