@@ -1,0 +1,143 @@
+// The run's rollouts joined with their outcomes (final reward, LLM calls, tokens, why no triplet),
+// fetched from the store and cached: a rollout whose latest attempt ended is not asked for again.
+
+import { all, get, optional } from "./api.js";
+
+const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
+/** Outcomes asked for per request (ids travel in the query string). */
+const CHUNK = 40;
+const outcomes = new Map();
+
+/** Whether a rollout will not change any more. */
+export function isFinished(rollout) {
+  return FINISHED.has(rollout.status);
+}
+
+/** Whether a rollout is an algorithm's own (its LLM calls), not a task. */
+export function isAlgorithmRollout(rollout) {
+  return rollout.metadata?.["agl.kind"] === "algorithm";
+}
+
+/** The run record (`null` when the store keeps none), statistics, and every rollout with its outcome. */
+export async function loadRun() {
+  const [record, statistics, rollouts] = await Promise.all([
+    optional("/v1/agl-host/run"),
+    get("/v1/agl/statistics"),
+    all("/v1/agl/rollouts"),
+  ]);
+  await fetchOutcomes(rollouts);
+  const rows = rollouts.map((rollout) => ({ rollout, outcome: outcomes.get(rollout.rollout_id) ?? null }));
+  return { record, statistics, rows };
+}
+
+async function fetchOutcomes(rollouts) {
+  const stale = rollouts.filter((r) => {
+    const known = outcomes.get(r.rollout_id);
+    return !known || !known.settled || known.attempt_id !== r.attempt?.attempt_id;
+  });
+  for (let i = 0; i < stale.length; i += CHUNK) {
+    const chunk = stale.slice(i, i + CHUNK);
+    const page = await optional("/v1/agl-host/outcomes", { rollout_id_in: chunk.map((r) => r.rollout_id), limit: -1 });
+    if (!page) return; // a store without agl-host's routes: rewards stay unknown
+    const finished = new Set(chunk.filter(isFinished).map((r) => r.rollout_id));
+    for (const outcome of page.items) {
+      outcomes.set(outcome.rollout_id, { ...outcome, settled: finished.has(outcome.rollout_id) });
+    }
+  }
+}
+
+/** The task rows only (the algorithm's own rollouts left out). */
+export function taskRows(rows) {
+  return rows.filter((row) => !isAlgorithmRollout(row.rollout));
+}
+
+/** Rollouts by status: `{succeeded: 3, running: 1, ...}`. */
+export function countByStatus(rows) {
+  const counts = {};
+  for (const { rollout } of rows) counts[rollout.status] = (counts[rollout.status] ?? 0) + 1;
+  return counts;
+}
+
+/**
+ * Mean final reward of finished rollouts per mode (`train`, `val`, `test`, `-` for none), as the
+ * run's results count it: a finished rollout without a reward counts 0.
+ * → `[{mode, finished, mean}]`, sorted by mode.
+ */
+export function meanByMode(rows) {
+  return groupMeans(rows, (row) => row.rollout.mode ?? "-").map(([mode, g]) => ({ mode, ...g }));
+}
+
+/** The same per resources version: `[{resources_id, modes: {val: {finished, mean}, ...}}]`. */
+export function meanByVersion(rows) {
+  const versions = new Map();
+  for (const row of rows) {
+    const id = row.rollout.resources_id ?? "-";
+    if (!versions.has(id)) versions.set(id, []);
+    versions.get(id).push(row);
+  }
+  return [...versions].map(([resources_id, group]) => ({
+    resources_id,
+    modes: Object.fromEntries(meanByMode(group).map(({ mode, finished, mean }) => [mode, { finished, mean }])),
+  }));
+}
+
+function groupMeans(rows, keyOf) {
+  const groups = new Map();
+  for (const row of rows) {
+    if (!isFinished(row.rollout)) continue;
+    const key = keyOf(row);
+    const g = groups.get(key) ?? { finished: 0, sum: 0 };
+    g.finished += 1;
+    g.sum += row.outcome?.final_reward ?? 0;
+    groups.set(key, g);
+  }
+  return [...groups].sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, g]) => [key, { finished: g.finished, mean: g.sum / g.finished }]);
+}
+
+/** A task's identity across versions: its input as JSON. */
+export function taskKey(rollout) {
+  return JSON.stringify(rollout.input);
+}
+
+/** A reward that passes: at least this much. */
+export const PASS = 0.5;
+
+/**
+ * Two resources versions side by side on the tasks both ran (finished rollouts of `mode`, or of
+ * every mode when `mode` is empty): per task the mean reward under each, the difference, and
+ * whether it flipped across PASS; overall means, tokens and LLM seconds per rollout.
+ */
+export function compareVersions(rows, a, b, mode) {
+  const side = (id) => rows.filter((r) => r.rollout.resources_id === id && isFinished(r.rollout)
+    && (!mode || r.rollout.mode === mode));
+  const [rowsA, rowsB] = [side(a), side(b)];
+  const perTask = (group) => {
+    const tasks = new Map();
+    for (const row of group) {
+      const key = taskKey(row.rollout);
+      const t = tasks.get(key) ?? { input: row.rollout.input, rewards: [] };
+      t.rewards.push(row.outcome?.final_reward ?? 0);
+      tasks.set(key, t);
+    }
+    return tasks;
+  };
+  const [tasksA, tasksB] = [perTask(rowsA), perTask(rowsB)];
+  const mean = (xs) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : null);
+  const tasks = [];
+  for (const [key, ta] of tasksA) {
+    const tb = tasksB.get(key);
+    if (!tb) continue;
+    const [ra, rb] = [mean(ta.rewards), mean(tb.rewards)];
+    const flipped = ra < PASS && rb >= PASS ? "up" : ra >= PASS && rb < PASS ? "down" : null;
+    tasks.push({ input: ta.input, a: ra, b: rb, delta: rb - ra, flipped });
+  }
+  tasks.sort((x, y) => (y.flipped ? 1 : 0) - (x.flipped ? 1 : 0) || Math.abs(y.delta) - Math.abs(x.delta));
+  const totals = (group) => ({
+    rollouts: group.length,
+    mean: mean(group.map((r) => r.outcome?.final_reward ?? 0)),
+    tokens: mean(group.map((r) => (r.outcome?.input_tokens ?? 0) + (r.outcome?.output_tokens ?? 0))),
+    llmSeconds: mean(group.map((r) => r.outcome?.llm_seconds ?? 0)),
+  });
+  return { a: totals(rowsA), b: totals(rowsB), tasks };
+}

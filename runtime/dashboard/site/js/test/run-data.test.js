@@ -1,0 +1,41 @@
+// The run's aggregates: means per split and version, the comparison of two versions, filters.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { meanByMode, meanByVersion, compareVersions, countByStatus, taskRows } from "../run-data.js";
+import { filterAndSort } from "../views/rollouts.js";
+
+const row = (id, mode, version, status, reward, input = id, extra = {}) => ({
+  rollout: { rollout_id: id, mode, resources_id: version, status, input, start_time: 0, ...extra },
+  outcome: reward === undefined ? null : { final_reward: reward, input_tokens: 10, output_tokens: 5, llm_seconds: 1 },
+});
+
+const rows = [
+  row("r1", "train", "v0", "succeeded", 1, "q1"),
+  row("r2", "train", "v0", "failed", undefined, "q2"),
+  row("r3", "val", "v0", "succeeded", 0, "q3"),
+  row("r4", "val", "v1", "succeeded", 1, "q3"),
+  row("r5", "val", "v1", "running", undefined, "q4"),
+  row("a1", null, null, "succeeded", undefined, "algo", { metadata: { "agl.kind": "algorithm" } }),
+];
+
+test("finished rollouts count, a missing reward as 0; running ones wait", () => {
+  assert.deepEqual(meanByMode(taskRows(rows)), [
+    { mode: "train", finished: 2, mean: 0.5 },
+    { mode: "val", finished: 2, mean: 0.5 },
+  ]);
+  assert.deepEqual(meanByVersion(taskRows(rows)).map((v) => [v.resources_id, v.modes.val?.mean]), [["v0", 0], ["v1", 1]]);
+  assert.deepEqual(countByStatus(taskRows(rows)), { succeeded: 3, failed: 1, running: 1 });
+});
+
+test("two versions compared on the tasks both ran: the flip is found", () => {
+  const result = compareVersions(taskRows(rows), "v0", "v1", "val");
+  assert.equal(result.a.mean, 0);
+  assert.equal(result.b.mean, 1);
+  assert.deepEqual(result.tasks.map((t) => [t.input, t.a, t.b, t.flipped]), [["q3", 0, 1, "up"]]);
+});
+
+test("filters and the reward sort", () => {
+  const shown = filterAndSort(taskRows(rows), { status: "succeeded", mode: "", version: "", sort: "reward-desc" });
+  assert.deepEqual(shown.map((r) => r.rollout.rollout_id), ["r1", "r4", "r3"]);
+  assert.deepEqual(filterAndSort(taskRows(rows), { version: "v1", sort: "start" }).map((r) => r.rollout.rollout_id), ["r4", "r5"]);
+});

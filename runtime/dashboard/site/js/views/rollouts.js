@@ -1,0 +1,79 @@
+// Every rollout in one table: filters (status, mode, resources version, flagged only), sort by
+// reward or start, live updates while rollouts are still running. A click opens the rollout.
+
+import { loadRun, isAlgorithmRollout, isFinished } from "../run-data.js";
+import { h, score, duration, time, status, oneLine, select } from "../dom.js";
+import { setParams } from "../router.js";
+
+const SORTS = [["start", "start time"], ["reward-desc", "reward, highest first"], ["reward-asc", "reward, lowest first"]];
+
+export async function render(context) {
+  const filters = { status: "", mode: "", version: "", flagged: "", sort: "start", ...context.params };
+  const root = h("section", { "data-view": "rollouts" });
+  const paint = async () => {
+    const data = await loadRun();
+    root.replaceChildren(...content(data.rows, filters));
+    return data;
+  };
+  const { record, rows } = await paint();
+  if (record?.status === "running" || rows.some((r) => !isFinished(r.rollout))) context.live(paint);
+  return root;
+}
+
+/** The rows that pass the filters, in the order asked for. */
+export function filterAndSort(rows, filters) {
+  const kept = rows.filter(({ rollout, outcome }) => (!filters.status || rollout.status === filters.status)
+    && (!filters.mode || (rollout.mode ?? "-") === filters.mode)
+    && (!filters.version || (rollout.resources_id ?? "-") === filters.version)
+    && (!filters.flagged || outcome?.no_triplet_reason));
+  const reward = (row) => row.outcome?.final_reward ?? -Infinity;
+  const order = {
+    "reward-desc": (a, b) => reward(b) - reward(a),
+    "reward-asc": (a, b) => reward(a) - reward(b),
+    start: (a, b) => a.rollout.start_time - b.rollout.start_time,
+  }[filters.sort] ?? ((a, b) => a.rollout.start_time - b.rollout.start_time);
+  return kept.sort(order);
+}
+
+function content(rows, filters) {
+  const distinct = (f) => [...new Set(rows.map(f))].sort();
+  const choice = (name, values) => h("label", {}, `${name} `, select(name, [["", "all"], ...values.map((v) => [v, v])],
+    filters[name], (value) => setParams({ ...filters, [name]: value })));
+  const shown = filterAndSort(rows, filters);
+  const flagged = rows.filter((r) => r.outcome?.no_triplet_reason).length;
+  return [
+    h("h1", {}, "Rollouts ", h("span", { class: "muted" }, `${shown.length} of ${rows.length}`)),
+    h("div", { class: "filters" },
+      choice("status", distinct((r) => r.rollout.status)),
+      choice("mode", distinct((r) => r.rollout.mode ?? "-")),
+      choice("version", distinct((r) => r.rollout.resources_id ?? "-")),
+      h("label", {}, "sort ", select("sort", SORTS, filters.sort, (value) => setParams({ ...filters, sort: value }))),
+      h("label", {}, h("input", { type: "checkbox", name: "flagged", checked: Boolean(filters.flagged),
+        onchange: (e) => setParams({ ...filters, flagged: e.target.checked ? "1" : "" }) }), ` no triplet only (${flagged})`),
+    ),
+    h("table", { "data-table": "rollouts" },
+      h("thead", {}, h("tr", {}, ["rollout", "status", "mode", "resources", "input", "attempts", "reward", "LLM calls", "tokens", "duration", "started", ""]
+        .map((t) => h("th", { class: ["reward", "LLM calls", "tokens", "attempts"].includes(t) ? "num" : null }, t)))),
+      h("tbody", {}, shown.map(row)),
+    ),
+  ];
+}
+
+function row({ rollout, outcome }) {
+  const open = () => { location.hash = `#/rollout/${encodeURIComponent(rollout.rollout_id)}`; };
+  const end = rollout.end_time ?? (isFinished(rollout) ? null : Date.now() / 1000);
+  return h("tr", { class: "clickable", onclick: open, "data-rollout": rollout.rollout_id },
+    h("td", { class: "mono" }, rollout.rollout_id, isAlgorithmRollout(rollout) ? h("span", { class: "muted" }, " (algorithm)") : null),
+    h("td", {}, status(rollout.status)),
+    h("td", {}, rollout.mode ?? "-"),
+    h("td", { class: "mono" }, rollout.resources_id ?? "-"),
+    h("td", { class: "mono", title: JSON.stringify(rollout.input) }, oneLine(rollout.input, 50)),
+    h("td", { class: "num" }, rollout.attempt ? String(rollout.attempt.sequence_id) : "0"),
+    h("td", { class: "num", "data-reward": "" }, score(outcome?.final_reward)),
+    h("td", { class: "num" }, outcome ? String(outcome.triplets) : "—"),
+    h("td", { class: "num" }, outcome ? String(outcome.input_tokens + outcome.output_tokens) : "—"),
+    h("td", {}, end ? duration(end - rollout.start_time) : "—"),
+    h("td", {}, time(rollout.start_time)),
+    h("td", {}, outcome?.no_triplet_reason ? h("span", { class: "flag", "data-flag": "", title: outcome.no_triplet_reason }, `⚑ ${outcome.no_triplet_reason}`) : null),
+  );
+}

@@ -1,0 +1,67 @@
+// The run at a glance: status, agent, algorithm, elapsed, rollouts by status, mean reward per
+// split, best score; reward over time and per resources version (charts).
+
+import { loadRun, countByStatus, meanByMode, meanByVersion, taskRows, isFinished } from "../run-data.js";
+import { h, card, score, duration, time, status } from "../dom.js";
+import { lineChart, barChart } from "../chart.js";
+
+export async function render(context) {
+  const root = h("section", { "data-view": "run" });
+  const paint = async () => {
+    const data = await loadRun();
+    root.replaceChildren(...content(data));
+    return data;
+  };
+  const data = await paint();
+  if (data.record?.status === "running") context.live(paint);
+  return root;
+}
+
+function content({ record, statistics, rows }) {
+  const tasks = taskRows(rows);
+  const counts = countByStatus(tasks);
+  const modes = meanByMode(tasks);
+  const results = record?.results ?? null;
+  const started = record?.started_at ?? Math.min(...tasks.map((r) => r.rollout.start_time));
+  const ended = record?.finished_at ?? (record?.status === "running" ? Date.now() / 1000 : null);
+  const best = results?.best ?? null;
+  return [
+    h("h1", {}, record ? record.run_id : "Store", " ", record ? status(record.status) : null),
+    record ? h("p", { class: "muted" }, `agent ${record.agent} · algorithm ${record.algorithm} · started ${time(record.started_at)}`) : null,
+    h("div", { class: "cards" },
+      card("rollouts", String(tasks.length), "rollouts"),
+      ...Object.entries(counts).sort().map(([s, n]) => card(s, String(n), `status-${s}`)),
+      ...modes.map(({ mode, mean, finished }) => card(`mean reward (${mode}, ${finished})`, score(mean), `mean-${mode}`)),
+      card("best score", best ? score(best.score) : "—", "best"),
+      card("elapsed", ended ? duration(ended - started) : "—", "elapsed"),
+      card("spans", String(statistics.total_spans), "spans"),
+    ),
+    best?.resources_id ? h("p", {}, "Best resources: ", h("a", { href: `#/resources?b=${encodeURIComponent(best.resources_id)}` }, best.resources_id)) : null,
+    h("div", { class: "row" },
+      h("div", { class: "chart" }, h("h2", {}, "Reward over time"), rewardOverTime(tasks, started)),
+      h("div", { class: "chart" }, h("h2", {}, "Mean reward per resources version"), rewardPerVersion(tasks)),
+    ),
+  ];
+}
+
+function rewardOverTime(rows, started) {
+  const points = rows.filter((r) => isFinished(r.rollout) && r.rollout.end_time)
+    .sort((a, b) => a.rollout.end_time - b.rollout.end_time)
+    .map((r) => ({
+      x: r.rollout.end_time - started,
+      y: r.outcome?.final_reward ?? 0,
+      title: `${r.rollout.rollout_id} (${r.rollout.mode ?? "-"}, ${r.rollout.resources_id ?? "-"}): ${score(r.outcome?.final_reward)}`,
+    }));
+  return points.length ? lineChart(points, "seconds since start") : h("p", { class: "muted" }, "No finished rollout yet.");
+}
+
+function rewardPerVersion(rows) {
+  const versions = meanByVersion(rows).filter((v) => Object.keys(v.modes).length);
+  if (!versions.length) return h("p", { class: "muted" }, "No finished rollout yet.");
+  return barChart(versions.map((v) => ({
+    label: v.resources_id,
+    bars: Object.entries(v.modes).map(([mode, m]) => ({
+      series: mode, value: m.mean, title: `${v.resources_id} ${mode}: ${score(m.mean)} over ${m.finished}`,
+    })),
+  })));
+}
