@@ -368,12 +368,9 @@ fn make_dir(dir: &Path, owner: Option<&Owner>) -> Result<(), String> {
     }
 }
 
-/// `<target>/tmp` of the build that made this executable: the nearest folder above it holding
-/// cargo's `CACHEDIR.TAG`.
+/// `<target>/tmp` of the build that made this executable.
 fn target_tmp() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let target = exe.ancestors().skip(1).find(|dir| dir.join("CACHEDIR.TAG").is_file())?;
-    Some(target.join("tmp"))
+    crate::target_dir().map(|target| target.join("tmp"))
 }
 
 /// Removes the server folders in `base` whose process is gone (the watchdog never ran).
