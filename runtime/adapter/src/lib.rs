@@ -6,6 +6,7 @@
 //! - [`triplets`]: one (prompt, response, reward) [`Triplet`] per LLM call, the attempt's final
 //!   reward on the last one;
 //! - [`messages`]: per LLM call, the prompt followed by the assistant's answer;
+//! - [`transcript`]: the attempt's calls joined into one chat transcript (for fine-tuning);
 //! - [`final_reward`]: the primary reward of the last span that carries one;
 //! - [`rewards`]: every named reward, in order;
 //! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
@@ -21,6 +22,7 @@ mod attrs;
 mod llm;
 mod model;
 mod reward;
+mod transcript;
 mod triplet;
 
 #[cfg(test)]
@@ -29,4 +31,5 @@ mod tests;
 pub use agl_store::Span;
 pub use model::{Message, ToolCall, Triplet, Usage};
 pub use reward::{final_reward, rewards};
+pub use transcript::transcript;
 pub use triplet::{messages, triplets};

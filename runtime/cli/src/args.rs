@@ -1,7 +1,7 @@
-//! The command line: `agl-host run`, `dev`, `store`, `runner`, `build`, `runs` and `show`, their
-//! flags and their help text. The subcommands' help is neither reflowed nor wrapped
-//! (`verbatim_doc_comment`, `term_width = 0`), so that an example command stays on one line and
-//! can be pasted.
+//! The command line: `agl-host run`, `dev`, `store`, `runner`, `build`, `runs`, `show` and
+//! `export`, their flags and their help text. The subcommands' help is neither reflowed nor
+//! wrapped (`verbatim_doc_comment`, `term_width = 0`), so that an example command stays on one
+//! line and can be pasted.
 
 use agl_wasm::SandboxOptions;
 use clap::parser::ValueSource;
@@ -136,6 +136,32 @@ pub enum Command {
     ///   agl-host show --db postgres://agl@db-host/agl ro-01a2c7747706
     #[command(after_long_help = INSPECT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Show(ShowArgs),
+    /// Export a run as training data: JSON lines of LLM-call triplets, chat transcripts or spans.
+    ///
+    /// From a kept run (--run RUN: its id as `agl-host runs` lists them, a unique start of one, or
+    /// its .db file), a store a run was kept in (--db sqlite:PATH|postgres://...), or a store
+    /// served over HTTP (--store URL: `agl-host store` or Agent-lightning's, with --token).
+    ///
+    /// Which attempts: the latest attempt of every finished rollout (succeeded, failed or
+    /// cancelled), rollouts by start time; --status, --mode and --all-attempts choose others. The
+    /// algorithm's own rollouts (APO's LLM calls) are not tasks and are left out.
+    ///
+    /// Formats (one JSON object per line; every field is in README.md, "Exporting training data"):
+    ///   triplets  one line per LLM call: prompt (chat messages), response, tool calls, reward
+    ///             (the attempt's final reward on its last call), final_reward, usage, token ids
+    ///             where recorded, and the rollout, attempt, mode, resources and task input
+    ///   messages  one line per attempt with an LLM call: {"messages": [...]} (OpenAI chat shape,
+    ///             tool calls included), the final reward and the same identifying fields
+    ///   spans     one line per span, as the store's wire JSON
+    ///
+    /// The lines go to --out FILE (written whole or not at all) or stdout; a count goes to stderr.
+    /// Examples:
+    ///
+    ///   agl-host export --run run-20261124-210620-e352 --format triplets --out triplets.jsonl
+    ///   agl-host export --run run-20261124 --format messages --mode train --status succeeded > sft.jsonl
+    ///   agl-host export --store http://10.0.0.5:4747 --token secret --format spans --all-attempts
+    #[command(after_long_help = EXPORT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Export(ExportArgs),
 }
 
 const RUNS_EXIT_CODES: &str = "\
@@ -181,6 +207,87 @@ pub struct ShowArgs {
     /// Where run ids are looked up.
     #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
     pub dir: PathBuf,
+}
+
+const EXPORT_EXIT_CODES: &str = "\
+Exit codes:
+  0    exported (possibly nothing: the count on stderr says)
+  1    the store failed while being read, or --out could not be written (no file is left)
+  2    no source or more than one, an unknown run (or one named ambiguously), a missing file, a bad
+       --db URL, a file that is not a database, a store that does not answer";
+
+/// What `agl-host export` writes, one JSON object per line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One line per LLM call: (prompt, response, reward) with its attempt's identity.
+    Triplets,
+    /// One line per attempt: its chat transcript and final reward.
+    Messages,
+    /// One line per span, as the store's wire JSON.
+    Spans,
+}
+
+/// Where `agl-host export` reads from: exactly one of these.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct ExportSource {
+    /// A kept run: its id (or a unique start of it) under --dir, or its .db file.
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+    /// A store a run was kept in: sqlite:PATH (or a .db path), postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// A store served over HTTP (`agl-host store`, or Agent-lightning's), e.g. http://127.0.0.1:4747.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub source: ExportSource,
+    /// With --store: the store's bearer token.
+    #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Where run ids (--run) are looked up.
+    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    pub dir: PathBuf,
+    /// What each line holds.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: ExportFormat,
+    /// Write the lines to this file (replaced whole once everything is written) rather than stdout.
+    #[arg(long, short, value_name = "FILE.jsonl")]
+    pub out: Option<PathBuf>,
+    /// Only rollouts of these splits: train, val, test (repeat, or separate with commas).
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parse_mode)]
+    pub mode: Vec<agl_store::Mode>,
+    /// Only rollouts with these statuses (repeat, or separate with commas): succeeded, failed,
+    /// cancelled, or queuing, preparing, running, requeuing for unfinished ones. Default: the three
+    /// finished ones.
+    #[arg(long, value_name = "STATUS", value_delimiter = ',', value_parser = parse_rollout_status)]
+    pub status: Vec<agl_store::RolloutStatus>,
+    /// Every attempt of each rollout (retries included), in order, rather than its latest.
+    #[arg(long)]
+    pub all_attempts: bool,
+}
+
+fn parse_mode(text: &str) -> Result<agl_store::Mode, String> {
+    use agl_store::Mode;
+    [Mode::Train, Mode::Val, Mode::Test]
+        .into_iter()
+        .find(|mode| mode.as_str() == text)
+        .ok_or_else(|| "expected train, val or test".to_owned())
+}
+
+fn parse_rollout_status(text: &str) -> Result<agl_store::RolloutStatus, String> {
+    use agl_store::RolloutStatus;
+    RolloutStatus::ALL
+        .into_iter()
+        .find(|status| status.as_str() == text)
+        .ok_or_else(|| {
+            let names: Vec<&str> = RolloutStatus::ALL.iter().map(|s| s.as_str()).collect();
+            format!("expected one of {}", names.join(", "))
+        })
 }
 
 const BUILD_EXIT_CODES: &str = "\

@@ -169,6 +169,26 @@ pub fn open_to_read(url: &DbUrl) -> Result<Arc<dyn StoreBackend>, agl_store_db::
     agl_store_db::open(url, options)
 }
 
+/// A store that already exists, opened to read as [`open_to_read`] does; a SQLite file that is
+/// not there is an error (`agl-host show`, `export`), not a new empty database.
+pub fn open_existing(url: &DbUrl) -> anyhow::Result<Arc<dyn StoreBackend>> {
+    if let DbUrl::Sqlite(path) = url
+        && !path.is_file()
+    {
+        return Err(InputError(format!("{}: no such file", path.display())).into());
+    }
+    Ok(open_to_read(url)?)
+}
+
+/// How to name a store to the user: a SQLite database by its path, any other by its URL with
+/// no password.
+pub fn place(url: &DbUrl) -> String {
+    match url {
+        DbUrl::Sqlite(path) => path.display().to_string(),
+        other => other.redacted(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

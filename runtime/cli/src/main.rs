@@ -8,6 +8,8 @@ mod builtin;
 mod c_folder;
 mod c_heap;
 mod components;
+mod export_cmd;
+mod export_lines;
 mod fleet;
 mod inputs;
 mod kept;
@@ -25,6 +27,7 @@ mod signals;
 mod span_tree;
 mod store_cmd;
 mod table;
+mod whole_file;
 
 use args::{Cli, Command, StoreArgs};
 use inputs::InputError;
@@ -69,6 +72,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Build(args) => build_cmd::run(&args),
         Command::Runs(args) => runs_cmd::run(args).await,
         Command::Show(args) => show_cmd::run(args).await,
+        Command::Export(args) => export_cmd::run(args).await,
     }
 }
 

@@ -11,8 +11,8 @@ use crate::runs_cmd::status_label;
 use crate::span_tree;
 use crate::table::{self, Align, Table, clip_line, one_line};
 use agl_store::{
-    Attempt, AttemptQuery, AttemptStatus, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span, SpanQuery,
-    StoreBackend, semconv as c,
+    Attempt, AttemptQuery, AttemptStatus, LightningStore, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span,
+    SpanQuery, StoreBackend, semconv as c,
 };
 use agl_store_db::DbUrl;
 use anyhow::Context;
@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Rows fetched per query page.
-const PAGE: i64 = 10_000;
+pub(crate) const PAGE: i64 = 10_000;
 
 /// The store opened, and how to name the run to the user.
 struct Opened {
@@ -61,16 +61,8 @@ async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
         }
         (None, None) => return Err(InputError("give RUN (a run id or a .db file), or --db URL".into()).into()),
     };
-    if let DbUrl::Sqlite(path) = &url
-        && !path.is_file()
-    {
-        return Err(InputError(format!("{}: no such file", path.display())).into());
-    }
-    let place = match &url {
-        DbUrl::Sqlite(path) => path.display().to_string(),
-        other => other.redacted(),
-    };
-    let store = kept::open_to_read(&url)?;
+    let place = kept::place(&url);
+    let store = kept::open_existing(&url)?;
     let record = store
         .run_record()
         .await
@@ -109,7 +101,7 @@ async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
 
 /// The database of run `run`: a `.db` file, else `DIR/RUN.db`, else the one run of `dir` whose
 /// id starts with `run`. Returns its path and how to name it.
-fn find_run(run: &str, dir: &Path) -> Result<(PathBuf, String), InputError> {
+pub(crate) fn find_run(run: &str, dir: &Path) -> Result<(PathBuf, String), InputError> {
     let as_path = Path::new(run);
     if as_path.is_file() {
         return Ok((as_path.to_owned(), run.to_owned()));
@@ -167,7 +159,7 @@ struct RunJson<'a> {
 }
 
 /// Whether `rollout` holds an algorithm's own trace (its LLM calls) rather than a task.
-fn is_algorithm_rollout(rollout: &Rollout) -> bool {
+pub(crate) fn is_algorithm_rollout(rollout: &Rollout) -> bool {
     rollout
         .metadata
         .as_ref()
@@ -206,8 +198,8 @@ async fn rollout_rows(store: &dyn StoreBackend) -> anyhow::Result<Vec<RolloutRow
 }
 
 /// The spans of `rollout`'s attempt `attempt_id`, or of every attempt, in sequence order.
-async fn spans_of(
-    store: &dyn StoreBackend,
+pub(crate) async fn spans_of(
+    store: &dyn LightningStore,
     rollout: &Rollout,
     attempt_id: Option<&str>,
 ) -> anyhow::Result<Vec<Arc<Span>>> {
