@@ -9,6 +9,7 @@
 //! - [`transcript`]: the attempt's calls joined into one chat transcript (for fine-tuning);
 //! - [`final_reward`]: the primary reward of the last span that carries one;
 //! - [`rewards`]: every named reward, in order;
+//! - [`llm_call_usage`]: the tokens one LLM call span reports, without reading its messages;
 //! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
 //!   the one definition the host's tracer and the OTLP ingest use too.
 //!
@@ -29,6 +30,7 @@ mod triplet;
 mod tests;
 
 pub use agl_store::Span;
+pub use llm::llm_call_usage;
 pub use model::{Message, ToolCall, Triplet, Usage};
 pub use reward::{final_reward, rewards};
 pub use transcript::transcript;

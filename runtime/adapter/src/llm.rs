@@ -108,6 +108,12 @@ fn token_ids(span: &Span, key: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// The tokens an LLM call span reports (as [`Triplet::usage`] reads them), without reading its
+/// messages; `None` when the span is not an LLM call. For counting calls as spans arrive.
+pub fn llm_call_usage(span: &Span) -> Option<Usage> {
+    looks_like_llm_call(span).then(|| usage(span))
+}
+
 fn usage(span: &Span) -> Usage {
     let read = |primary: &str, legacy: &str| {
         count(span.attributes.get(primary)).or_else(|| count(span.attributes.get(legacy)))

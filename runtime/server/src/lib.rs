@@ -8,7 +8,8 @@
 //! `null`. The server binds loopback by default, can require a bearer token, bounds request
 //! bodies (gzip ones after inflating too), gives clients a bounded time to send headers and body,
 //! caps concurrent connections, and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
-//! (OTLP/HTTP) is served too, by `agl_otlp`.
+//! (OTLP/HTTP) is served too, by `agl_otlp`, and `GET /metrics` (Prometheus' text format: rollouts,
+//! attempts and workers by status, spans, LLM calls and tokens, heartbeats, HTTP requests).
 //!
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
 //! and runs it until [`ServerHandle::shutdown`]; [`serve_with`] serves more routes beside the
@@ -21,6 +22,7 @@ mod connections;
 mod error;
 mod extract;
 mod json;
+mod metrics;
 mod options;
 mod query_string;
 mod routes;

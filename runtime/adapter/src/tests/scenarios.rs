@@ -511,3 +511,25 @@ fn arcs_of_spans_work_and_triplets_round_trip_through_json() {
         "absent fields are omitted"
     );
 }
+
+#[test]
+fn llm_call_usage_reads_the_tokens_of_one_call_span_and_nothing_else() {
+    let call = host_llm(1, &[("user", "2+2?")], "4", "scripted").build();
+    let usage = crate::llm_call_usage(&call).expect("an LLM call");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (Some(12), Some(3)));
+    // OpenLLMetry's keys, a number as text, and a call recognised by its attributes alone.
+    let foreign = SpanBuilder::new("chat gpt-4o", 2)
+        .attrs(json!({
+            "gen_ai.prompt.0.content": "hi",
+            "gen_ai.usage.prompt_tokens": 8,
+            "gen_ai.usage.completion_tokens": "5",
+        }))
+        .build();
+    let usage = crate::llm_call_usage(&foreign).expect("an LLM call");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (Some(8), Some(5)));
+    let untold = SpanBuilder::new(c::LLM_SPAN, 3).build();
+    let usage = crate::llm_call_usage(&untold).expect("an LLM call");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (None, None));
+    assert!(crate::llm_call_usage(&host_reward(4, "primary", 1.0)).is_none());
+    assert!(crate::llm_call_usage(&root(5)).is_none());
+}

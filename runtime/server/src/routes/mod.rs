@@ -2,6 +2,7 @@
 //! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them.
 
 mod attempts;
+mod metrics;
 mod otlp;
 mod resources;
 mod rollouts;
@@ -12,6 +13,7 @@ mod workers;
 
 use crate::auth::{self, ExpectedToken};
 use crate::error::ApiError;
+use crate::metrics::{ServerMetrics, track_requests};
 use crate::options::ServerOptions;
 use crate::site::{self, Site};
 use agl_store::LightningStore;
@@ -35,6 +37,8 @@ pub(crate) struct AppState {
     pub shutdown: Option<watch::Receiver<bool>>,
     /// The static site answered where no route matches (see [`fallback`]).
     pub site: Option<Arc<Site>>,
+    /// What this server counts for `GET /metrics`.
+    pub metrics: Arc<ServerMetrics>,
 }
 
 impl AppState {
@@ -57,7 +61,7 @@ pub(crate) fn created<T>(value: T) -> Created<T> {
 }
 
 /// Builds the router: routes (the store's, and `extra`'s beside them), fallbacks, body limit,
-/// then (outermost) the token check, which covers `extra` too.
+/// then the token check, which covers `extra` too, then (outermost) the request metrics.
 pub(crate) fn build(
     store: Arc<dyn LightningStore>,
     options: &ServerOptions,
@@ -70,7 +74,9 @@ pub(crate) fn build(
         body_read_timeout: options.body_read_timeout,
         shutdown,
         site: options.site.clone().map(Arc::new),
+        metrics: Arc::new(ServerMetrics::new()),
     };
+    let metrics = Arc::clone(&state.metrics);
     // Where a fixed segment (`search`, `latest`) shadows a `{param}` route, the fixed route also
     // takes the param route's other method with the literal as the id, so nothing becomes a 405.
     let router = Router::new()
@@ -120,6 +126,7 @@ pub(crate) fn build(
         .route("/v1/agl/spans/next", post(spans::next_sequence_id))
         .route("/v1/agl/waits/rollouts", post(waits::wait_for_rollouts))
         .route("/v1/traces", post(otlp::traces))
+        .route("/metrics", get(metrics::scrape))
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);
@@ -128,7 +135,7 @@ pub(crate) fn build(
         None => router,
     }
     .layer(DefaultBodyLimit::max(options.max_body_bytes));
-    match &options.token {
+    let router = match &options.token {
         Some(token) => router.layer(axum::middleware::from_fn_with_state(
             ExpectedToken {
                 token: Arc::from(token.as_str()),
@@ -137,7 +144,9 @@ pub(crate) fn build(
             auth::require_bearer,
         )),
         None => router,
-    }
+    };
+    // Outermost, so that refused requests (401) are counted too.
+    router.layer(axum::middleware::from_fn_with_state(metrics, track_requests))
 }
 
 /// No route matched: the static site's file (or its `index.html`) for a `GET`/`HEAD` outside the

@@ -24,7 +24,11 @@ pub(crate) async fn add(
     State(state): State<AppState>,
     JsonBody(span): JsonBody<Span>,
 ) -> ApiResult<Created<Option<EncodedSpan>>> {
-    Ok(created(state.store.add_span(span).await?.map(EncodedSpan)))
+    let stored = state.store.add_span(span).await?;
+    if let Some(span) = &stored {
+        state.metrics.span_stored(span);
+    }
+    Ok(created(stored.map(EncodedSpan)))
 }
 
 /// `GET /v1/agl/spans?rollout_id=..&attempt_id=..&name_contains=..` → a page.

@@ -50,10 +50,10 @@ pub(crate) async fn update(
     PathParams(worker_id): PathParams<String>,
     OptionalJsonBody(update): OptionalJsonBody<WorkerUpdate>,
 ) -> ApiResult<Json<Worker>> {
-    Ok(Json(
-        state
-            .store
-            .update_worker(&worker_id, update.unwrap_or_default())
-            .await?,
-    ))
+    let worker = state
+        .store
+        .update_worker(&worker_id, update.unwrap_or_default())
+        .await?;
+    state.metrics.worker_heartbeat();
+    Ok(Json(worker))
 }
