@@ -428,6 +428,8 @@ pub struct RunnerArgs {
     pub llm: LlmArgs,
     #[command(flatten)]
     pub sandbox: SandboxOptions,
+    #[command(flatten)]
+    pub otlp: crate::otlp_export::OtlpArgs,
 }
 
 #[derive(Debug, Args)]
@@ -532,7 +534,9 @@ pub struct CommonArgs {
     /// The agent's sandbox, on top of its manifest (limits replace, grants add up).
     #[command(flatten)]
     pub sandbox: SandboxOptions,
-    /// The LLM and sandbox flags as given, for runner processes (`Cli::try_parse_keeping_flags`).
+    #[command(flatten)]
+    pub otlp: crate::otlp_export::OtlpArgs,
+    /// The LLM, sandbox and OTLP flags as given, for runner processes (`Cli::try_parse_keeping_flags`).
     #[arg(skip)]
     pub passed_on: Vec<OsString>,
 }
@@ -577,6 +581,9 @@ impl Cli {
         {
             common.passed_on = flags_given::<LlmArgs>(given);
             common.passed_on.extend(flags_given::<SandboxOptions>(given));
+            common
+                .passed_on
+                .extend(flags_given::<crate::otlp_export::OtlpArgs>(given));
         }
         Ok(cli)
     }
@@ -692,6 +699,8 @@ mod tests {
             "4MiB",
             "--agent-max-attribute-bytes",
             "8KiB",
+            "--otlp-endpoint",
+            "http://collector:4318",
         ])
         .expect("parses");
         let Command::Run(run) = cli.command else {
@@ -711,6 +720,8 @@ mod tests {
             "every sandbox flag reaches the runners"
         );
         assert_eq!(runner.sandbox.grants.env.len(), 2);
+        assert_eq!(runner.otlp, run.common.otlp, "they export where the run does");
+        assert_eq!(runner.otlp.otlp_endpoint.as_deref(), Some("http://collector:4318"));
         assert_eq!(runner.sandbox.clock.real_clock, Some(true));
     }
 

@@ -14,6 +14,7 @@ mod fleet;
 mod inputs;
 mod kept;
 mod llm;
+mod otlp_export;
 mod output;
 mod progress;
 mod remote;

@@ -59,6 +59,8 @@ pub struct Results {
     pub rollouts_per_second: f64,
     /// Whether running attempts had to be abandoned at the end.
     pub forced_stop: bool,
+    /// The OTLP export (`--otlp-endpoint`): spans sent and dropped; `null` without one.
+    pub otlp_export: Option<crate::otlp_export::OtlpReport>,
 }
 
 /// Resources as the results file shows them: without API keys.
@@ -130,6 +132,7 @@ impl Results {
             runners,
             elapsed_seconds: elapsed,
             forced_stop: fit.forced,
+            otlp_export: None,
         }
     }
 

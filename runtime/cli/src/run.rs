@@ -11,6 +11,7 @@ use crate::fleet::ProcessLauncher;
 use crate::inputs;
 use crate::kept::{self, KeptRun};
 use crate::llm;
+use crate::otlp_export::{self, OtlpExport};
 use crate::output::{self, stderr_line};
 use crate::progress::Progress;
 use crate::remote;
@@ -86,6 +87,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     };
     let timing = RunnerTiming::parse(&common.heartbeat, unresponsive_after)?;
     let llm = llm::backend(&common.llm)?;
+    let otlp = OtlpExport::from_flags(&common.otlp)?;
     let proxy_upstreams = match (common.llm_proxy, remote) {
         (false, _) => None,
         (true, true) => {
@@ -232,6 +234,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         (Some(agent), _) => ExecutionStrategy::InProcess(InProcessRunners {
             options: timing.runner_options(),
             hooks,
+            span_export: otlp.as_ref().map(OtlpExport::span_export),
             ..InProcessRunners::new(Arc::new(agent), llm.clone(), usize::from(common.runners))
         }),
         (None, _) => {
@@ -246,7 +249,10 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         Arc::new(algorithm),
         llm,
         progress.clone(),
-        TrainerOptions { grace },
+        TrainerOptions {
+            grace,
+            span_export: otlp.as_ref().map(OtlpExport::span_export),
+        },
     );
     let request = FitRequest {
         config_json,
@@ -260,6 +266,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     if let Some(server) = server {
         server.shutdown().await;
     }
+    let otlp_report = otlp_export::finish(otlp).await;
 
     let report = RunReport::collect(store.as_ref())
         .await
@@ -286,6 +293,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         runners: if agent_plan.is_some() { common.runners } else { 0 },
         statistics,
     });
+    results.otlp_export = otlp_report;
     if let Some(kept) = &mut kept {
         results.run_id = Some(kept.run_id.clone());
         results.db = kept.place();

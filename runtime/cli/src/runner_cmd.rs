@@ -8,6 +8,7 @@ use crate::args::RunnerArgs;
 use crate::components::{self, file_name};
 use crate::inputs::{self, InputError};
 use crate::llm;
+use crate::otlp_export::{self, OtlpExport};
 use crate::output::stderr_line;
 use crate::remote;
 use crate::signals::{self, Interrupts};
@@ -69,6 +70,7 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
     let timing = RunnerTiming::parse(&args.heartbeat, Some(&args.unresponsive_after))?;
     let grace = duration("grace", &args.grace)?;
     let llm = llm::backend(&args.llm)?;
+    let otlp = OtlpExport::from_flags(&args.otlp)?;
     let source = inputs::agent_source(&args.agent)?;
     let client = remote::connect(&args.store, args.token.clone()).await?;
     let plan = components::plan_agent(&source, &args.sandbox)?;
@@ -114,11 +116,13 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
         worker_prefix: prefix.clone(),
         options: timing.runner_options(),
         hooks,
+        span_export: otlp.as_ref().map(OtlpExport::span_export),
         ..InProcessRunners::new(Arc::new(agent), llm, usize::from(args.runners))
     });
     let fleet = strategy.start(&store, &shutdown)?;
     shutdown.stopping().await;
     let drained = fleet.drain(Some(grace), &shutdown).await;
+    otlp_export::finish(otlp).await;
     let (succeeded, failed) = drained.attempts.unwrap_or_default();
     stderr_line(&format!(
         "{prefix}: stopped after {succeeded} succeeded and {failed} failed attempts"

@@ -46,5 +46,5 @@ pub use engine::{EngineOptions, WasmHost};
 pub use error::HostError;
 pub use loaded::Loaded;
 pub use policy::{DirAccess, DirGrant, EnvGrant, LlmBudget, PolicyError, SandboxOptions, SandboxPolicy};
-pub use spans::SpanRecorder;
+pub use spans::{SpanExport, SpanRecorder};
 pub use state::MAX_ATTRIBUTE_BYTES;

@@ -11,7 +11,7 @@ use crate::runner::{Runner, RunnerCounters, RunnerOptions};
 use crate::shutdown::Shutdown;
 use agl_llm::LlmBackend;
 use agl_store::LightningStore;
-use agl_wasm::{AgentComponent, SpanRecorder};
+use agl_wasm::{AgentComponent, SpanExport, SpanRecorder};
 use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +45,8 @@ pub struct InProcessRunners {
     pub hooks: Arc<[Arc<dyn Hook>]>,
     /// How often the runners' buffered spans are flushed to the store.
     pub span_flush_interval: Duration,
+    /// Where the runners' spans also go (e.g. an OTLP exporter), besides the store.
+    pub span_export: Option<SpanExport>,
 }
 
 impl InProcessRunners {
@@ -59,6 +61,7 @@ impl InProcessRunners {
             options: RunnerOptions::default(),
             hooks: Arc::new([]),
             span_flush_interval: Duration::from_millis(100),
+            span_export: None,
         }
     }
 
@@ -142,7 +145,11 @@ impl ExecutionStrategy {
         };
         match self {
             ExecutionStrategy::InProcess(spec) => {
-                let recorder = Arc::new(SpanRecorder::new(store.clone(), spec.span_flush_interval));
+                let recorder = Arc::new(SpanRecorder::with_export(
+                    store.clone(),
+                    spec.span_flush_interval,
+                    spec.span_export.clone(),
+                ));
                 let mut counters = Vec::new();
                 for index in 1..=spec.count.max(1) {
                     let runner = Runner::new(

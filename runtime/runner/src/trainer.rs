@@ -8,7 +8,7 @@ use crate::shutdown::Shutdown;
 use crate::strategy::{ExecutionStrategy, StrategyError};
 use agl_llm::LlmBackend;
 use agl_store::{LightningStore, NamedResources, StoreError};
-use agl_wasm::{AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest};
+use agl_wasm::{AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest, SpanExport};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -18,12 +18,15 @@ use thiserror::Error;
 pub struct TrainerOptions {
     /// After a graceful stop, how long running attempts may take before they are abandoned.
     pub grace: Duration,
+    /// Where the algorithm's LLM spans also go (e.g. an OTLP exporter), besides the store.
+    pub span_export: Option<SpanExport>,
 }
 
 impl Default for TrainerOptions {
     fn default() -> Self {
         Self {
             grace: Duration::from_secs(10),
+            span_export: None,
         }
     }
 }
@@ -118,6 +121,7 @@ impl Trainer {
             train: request.train,
             val: request.val,
             seed: request.seed,
+            span_export: self.options.span_export.clone(),
         });
         let algorithm = tokio::select! {
             outcome = algorithm_run => Some(outcome),

@@ -11,7 +11,7 @@
 
 use super::convert::ATTEMPT_FAILURE_KEY;
 use super::observer::{AlgorithmObserver, LogLevel};
-use crate::spans::{AttemptTrace, SpanRecorder, names};
+use crate::spans::{AttemptTrace, SpanExport, SpanRecorder, names};
 use agl_policy::SpanBudget;
 use agl_store::{
     AttemptRef, AttemptStatus, AttemptUpdate, EnqueueRolloutRequest, JsonMap, LightningStore, StartRolloutRequest,
@@ -43,6 +43,7 @@ pub(crate) struct AlgorithmTrace {
     store: Arc<dyn LightningStore>,
     algorithm: String,
     budget: SpanBudget,
+    export: Option<SpanExport>,
     state: State,
 }
 
@@ -52,8 +53,14 @@ impl AlgorithmTrace {
             store,
             algorithm: algorithm.to_owned(),
             budget,
+            export: None,
             state: State::NotStarted,
         }
+    }
+
+    /// Also hands the trace's spans to `export` (e.g. an OTLP exporter).
+    pub(crate) fn with_export(self, export: Option<SpanExport>) -> Self {
+        Self { export, ..self }
     }
 
     /// Longest attribute value kept.
@@ -95,7 +102,7 @@ impl AlgorithmTrace {
         let started = self.store.start_rollout(request).await?;
         let rollout_id = started.rollout.rollout_id;
         let attempt_id = started.attempt.attempt_id;
-        let recorder = SpanRecorder::new(Arc::clone(&self.store), FLUSH_INTERVAL);
+        let recorder = SpanRecorder::with_export(Arc::clone(&self.store), FLUSH_INTERVAL, self.export.clone());
         let trace = recorder.begin_attempt(&rollout_id, &attempt_id, self.budget);
         trace.annotate_root(vec![KeyValue::new(names::ALGORITHM, self.algorithm.clone())]);
         Ok(Started {

@@ -20,6 +20,7 @@ use crate::failure::{MAX_REASON_BYTES, one_line};
 use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
 use crate::sandbox::{InstanceContext, Sandbox, new_store};
+use crate::spans::SpanExport;
 use agl_llm::LlmBackend;
 use agl_store::LightningStore;
 use bindings::{AlgorithmPre, Datasets};
@@ -39,6 +40,8 @@ pub struct AlgorithmRequest {
     pub val: Vec<String>,
     /// Seeds the algorithm's random source (its own `seed` config may override its choices).
     pub seed: u64,
+    /// Where the algorithm's LLM spans also go (e.g. an OTLP exporter), besides the store.
+    pub span_export: Option<SpanExport>,
 }
 
 /// How a run ended.
@@ -96,7 +99,8 @@ impl AlgorithmComponent {
             }
         };
         let (stdout, stderr) = (sandbox.wasi.stdout.clone(), sandbox.wasi.stderr.clone());
-        let llm_trace = AlgorithmTrace::new(request.store.clone(), &self.name, self.policy.spans);
+        let llm_trace =
+            AlgorithmTrace::new(request.store.clone(), &self.name, self.policy.spans).with_export(request.span_export);
         let world = AlgorithmRun::new(request.store, llm_trace, request.observer);
         let (mut store, attached) = new_store(self.pre.engine(), &self.policy, sandbox, world);
         let data = Datasets {

@@ -5,12 +5,14 @@
 mod attempt;
 mod budget;
 mod convert;
+mod export;
 pub mod llm;
 mod recorder;
 
 pub use attempt::{AttemptTrace, LiveSpan};
 pub use budget::{DroppedSpans, SPAN_OVERHEAD_BYTES, SpanAccount};
 pub use convert::to_store_span;
+pub use export::SpanExport;
 pub use recorder::SpanRecorder;
 
 /// Names and attribute keys the host writes: the span contract of [`agl_store::semconv`] (Agent-

@@ -2,10 +2,11 @@
 //! store span at once (on the thread that ended it, while its data is still in that core's
 //! cache) and buffers it, and a flusher that writes them to the LightningStore in batches — one
 //! `get_next_span_sequence_ids` and one `add_spans` per batch. Flushes are serialized so sequence
-//! ids follow end order.
+//! ids follow end order. With a [`SpanExport`], each finished span is also handed to it as it ends.
 
 use super::attempt::AttemptTrace;
 use super::convert::to_store_span;
+use super::export::SpanExport;
 use agl_policy::SpanBudget;
 use agl_store::{LightningStore, Span};
 use opentelemetry::trace::{TraceId, TracerProvider as _};
@@ -40,6 +41,7 @@ struct Pending {
 #[derive(Debug)]
 struct StoreSpanProcessor {
     pending: Arc<Pending>,
+    export: Option<SpanExport>,
 }
 
 impl SpanProcessor for StoreSpanProcessor {
@@ -51,6 +53,9 @@ impl SpanProcessor for StoreSpanProcessor {
             self.pending.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         };
+        if let Some(export) = &self.export {
+            export.send(span.clone(), &rollout_id, &attempt_id);
+        }
         let span = to_store_span(span, &rollout_id, &attempt_id, 0);
         let mut spans = self.pending.spans.lock();
         spans.push(span);
@@ -90,9 +95,15 @@ impl SpanRecorder {
     /// A recorder writing to `store`; with a Tokio runtime running, a background task also
     /// flushes every `interval` or whenever `FLUSH_BATCH` spans are waiting.
     pub fn new(store: Arc<dyn LightningStore>, interval: Duration) -> Self {
+        Self::with_export(store, interval, None)
+    }
+
+    /// [`new`](Self::new), also handing every finished span to `export` when given.
+    pub fn with_export(store: Arc<dyn LightningStore>, interval: Duration, export: Option<SpanExport>) -> Self {
         let pending = Arc::new(Pending::default());
         let processor = StoreSpanProcessor {
             pending: Arc::clone(&pending),
+            export,
         };
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)

@@ -1,0 +1,361 @@
+//! `--otlp-endpoint` and `OTEL_EXPORTER_OTLP_*`: the real `agl-host` runs the real math agent
+//! and sends its spans over OTLP/HTTP to a collector on another port, whose `/v1/traces` decodes
+//! them with our own OTLP ingest (agl-otlp: protobuf, attribution by `agentlightning.*` ids). The
+//! collector must end up with exactly the spans the run kept in its store: same trace and span
+//! ids, parents, names, rollouts and attempts. A collector that is down costs no rollout and the
+//! drops are reported; a bad endpoint is one line and exit code 2.
+//!
+//! Why not a second `agl-host store` as the collector: a store takes spans only for rollouts it
+//! holds (as Agent-lightning 0.3.0's does), and the rollouts of a run live in the run's store; the
+//! collector here runs the same decoding and attribution as the store's `/v1/traces` and keeps
+//! what it decoded.
+
+mod agents;
+
+use agents::{cache_dir, repo, scratch, text};
+use agl_store::{RolloutQuery, SpanQuery, StoreBackend};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+/// What identifies a span in both places: trace id, span id, parent id, name, rollout, attempt.
+type SpanKey = (String, String, Option<String>, String, String, String);
+
+fn key(span: &agl_store::Span) -> SpanKey {
+    (
+        span.trace_id.clone(),
+        span.span_id.clone(),
+        span.parent_id.clone(),
+        span.name.clone(),
+        span.rollout_id.clone(),
+        span.attempt_id.clone(),
+    )
+}
+
+/// The headers of one request the collector took.
+#[derive(Debug, Clone)]
+struct Request {
+    content_type: Option<String>,
+    authorization: Option<String>,
+}
+
+/// What the collector received.
+#[derive(Clone, Default)]
+struct Received {
+    spans: Arc<Mutex<Vec<agl_store::Span>>>,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+/// An OTLP/HTTP collector on a free loopback port.
+struct Collector {
+    runtime: tokio::runtime::Runtime,
+    /// `http://127.0.0.1:PORT`
+    url: String,
+    received: Received,
+}
+
+impl Collector {
+    fn start() -> Self {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let received = Received::default();
+        let router = Router::new()
+            .route("/v1/traces", post(traces))
+            .with_state(received.clone());
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        runtime.spawn(async move { axum::serve(listener, router).await });
+        Self { runtime, url, received }
+    }
+
+    fn spans(&self) -> Vec<agl_store::Span> {
+        self.received.spans.lock().expect("spans").clone()
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.received.requests.lock().expect("requests").clone()
+    }
+
+    /// Every span a run kept in the SQLite database at `db`.
+    fn spans_kept_in(&self, db: &Path) -> Vec<agl_store::Span> {
+        let store = open_kept(db);
+        self.runtime.block_on(async {
+            let rollouts = store.query_rollouts(&RolloutQuery::default()).await.expect("rollouts");
+            let mut spans = Vec::new();
+            for view in rollouts.items {
+                let page = store
+                    .query_spans(&SpanQuery::for_rollout(view.rollout.rollout_id))
+                    .await
+                    .expect("spans");
+                spans.extend(page.items.iter().map(|span| span.as_ref().clone()));
+            }
+            spans
+        })
+    }
+
+    /// The rollout an algorithm's own LLM calls are kept under (input `{"agl.algorithm": ...}`).
+    fn algorithm_rollout_in(&self, db: &Path) -> String {
+        let rollouts = self
+            .runtime
+            .block_on(open_kept(db).query_rollouts(&RolloutQuery::default()))
+            .expect("rollouts");
+        rollouts
+            .items
+            .into_iter()
+            .find(|view| view.rollout.input.get("agl.algorithm").is_some())
+            .map(|view| view.rollout.rollout_id)
+            .expect("the algorithm's rollout")
+    }
+}
+
+/// The store a run was kept in (the SQLite database at `db`).
+fn open_kept(db: &Path) -> Arc<dyn StoreBackend> {
+    let url: agl_store_db::DbUrl = format!("sqlite:{}", db.display()).parse().expect("a db URL");
+    agl_store_db::open(&url, agl_store::StoreOptions::default()).expect("the run's store opens")
+}
+
+/// `/v1/traces`: decoded and attributed as the store's own route does, kept, answered.
+async fn traces(State(received): State<Received>, headers: HeaderMap, body: Bytes) -> Response {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let content_type = text(header::CONTENT_TYPE);
+    received.requests.lock().expect("requests").push(Request {
+        content_type: content_type.clone(),
+        authorization: text(header::AUTHORIZATION),
+    });
+    match agl_otlp::decode(
+        content_type.as_deref(),
+        text(header::CONTENT_ENCODING).as_deref(),
+        &body,
+    ) {
+        Ok(decoded) => {
+            let spans = decoded.spans.into_iter().map(|d| d.span);
+            received.spans.lock().expect("spans").extend(spans);
+            let (media, answer) = agl_otlp::success_response(content_type.as_deref());
+            (StatusCode::OK, [(header::CONTENT_TYPE, media)], answer).into_response()
+        }
+        Err(error) => (StatusCode::BAD_REQUEST, error.to_string()).into_response(),
+    }
+}
+
+/// `agl-host ARGS` with `env` set and no OTEL_* variable inherited from the test's environment.
+fn agl_host(args: &[OsString], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agl-host"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("OTEL_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("AGL_CACHE_DIR", cache_dir())
+        .env_remove("AGL_DB")
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .expect("agl-host runs")
+}
+
+/// `agl-host dev` of the math agent on its 8 validation tasks, kept in `dir/run.db`, results in
+/// `dir/results.json`, plus `extra`.
+fn dev_args(dir: &Path, extra: &[&str]) -> Vec<OsString> {
+    let math = repo().join("examples/math-agent");
+    let mut args: Vec<OsString> = vec!["dev".into(), "--agent".into(), math.clone().into()];
+    for (flag, path) in [
+        ("--train", math.join("data/val.jsonl")),
+        ("--resources", math.join("initial-resources.json")),
+        ("--llm-script", math.join("rules.json")),
+        ("--output", dir.join("results.json")),
+    ] {
+        args.extend([flag.into(), path.into()]);
+    }
+    args.extend(["--db".into(), format!("sqlite:{}", dir.join("run.db").display()).into()]);
+    args.extend(extra.iter().map(OsString::from));
+    args
+}
+
+fn results(dir: &Path) -> Value {
+    agents::read_results(&dir.join("results.json"))
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The collector got exactly the spans the run kept, each once, every one from service agl-host.
+fn assert_same_spans(collector: &Collector, db: &Path) -> usize {
+    let kept = collector.spans_kept_in(db);
+    let received = collector.spans();
+    assert!(!kept.is_empty(), "the run kept spans");
+    assert_eq!(received.len(), kept.len(), "each span sent once");
+    let kept_keys: BTreeSet<SpanKey> = kept.iter().map(key).collect();
+    let received_keys: BTreeSet<SpanKey> = received.iter().map(key).collect();
+    assert_eq!(received_keys, kept_keys, "same ids, parents, names, rollouts, attempts");
+    for span in &received {
+        assert_eq!(
+            span.resource.attributes.get("service.name"),
+            Some(&Value::from("agl-host")),
+            "{span:?}"
+        );
+    }
+    kept.len()
+}
+
+#[test]
+fn an_apo_run_sends_the_collector_every_span_it_keeps_with_the_same_ids_names_and_rollouts() {
+    let dir = scratch("otlp", "apo");
+    let collector = Collector::start();
+    let mut args = agents::apo_args(&repo().join("examples/math-agent"), &dir.join("results.json"));
+    args.extend(["--db".into(), format!("sqlite:{}", dir.join("run.db").display()).into()]);
+    args.extend(["--otlp-endpoint".into(), collector.url.clone().into()]);
+    let run = agl_host(&args, &[]);
+    assert!(run.status.success(), "{}", text(&run));
+
+    let spans = assert_same_spans(&collector, &dir.join("run.db"));
+    let names: BTreeSet<String> = collector.spans().into_iter().map(|s| s.name).collect();
+    for name in [
+        "agentlightning.rollout",
+        "openai.chat.completion",
+        "agentlightning.annotation",
+    ] {
+        assert!(names.contains(name), "{name} among {names:?}");
+    }
+    // APO's own LLM calls (critiques, edits) are recorded under the algorithm's rollout: sent too.
+    let algorithm = collector.algorithm_rollout_in(&dir.join("run.db"));
+    assert!(
+        collector
+            .spans()
+            .iter()
+            .any(|s| s.rollout_id == algorithm && s.name == "openai.chat.completion"),
+        "the algorithm's LLM calls reach the collector"
+    );
+    let requests = collector.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.content_type.as_deref() == Some("application/x-protobuf")),
+        "{requests:?}"
+    );
+    let report = &results(&dir)["otlp_export"];
+    assert_eq!(report["endpoint"], format!("{}/v1/traces", collector.url), "{report}");
+    assert_eq!(report["spans"].as_u64(), Some(spans as u64), "{report}");
+    assert_eq!(report["exported"].as_u64(), Some(spans as u64), "{report}");
+    assert_eq!(report["dropped"].as_u64(), Some(0), "{report}");
+    assert!(
+        stderr(&run).contains(&format!(
+            "OTLP export: {spans} span(s) sent to {}/v1/traces",
+            collector.url
+        )),
+        "{}",
+        text(&run)
+    );
+}
+
+#[test]
+fn the_standard_variables_turn_the_export_on_for_runner_processes_too_with_their_headers() {
+    let dir = scratch("otlp", "env");
+    let collector = Collector::start();
+    let args = dev_args(&dir, &["--strategy", "client-server", "--runners", "2"]);
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str()),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20collector-token"),
+    ];
+    let run = agl_host(&args, &env);
+    assert!(run.status.success(), "{}", text(&run));
+
+    assert_eq!(results(&dir)["splits"]["train"]["succeeded"].as_u64(), Some(8));
+    assert_same_spans(&collector, &dir.join("run.db"));
+    let requests = collector.requests();
+    assert!(!requests.is_empty());
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some("Bearer collector-token")),
+        "{requests:?}"
+    );
+    // Each runner process exported its own spans and said so.
+    let log = stderr(&run);
+    for runner in ["runner 1: OTLP export: ", "runner 2: OTLP export: "] {
+        assert!(log.contains(runner), "{runner}: {}", text(&run));
+    }
+}
+
+#[test]
+fn a_collector_that_is_down_costs_no_rollout_and_the_dropped_spans_are_reported() {
+    let dir = scratch("otlp", "down");
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let args = dev_args(&dir, &["--otlp-endpoint", &endpoint]);
+    let run = agl_host(&args, &[("OTEL_EXPORTER_OTLP_TIMEOUT", "500")]);
+    assert!(run.status.success(), "{}", text(&run));
+
+    let results = results(&dir);
+    assert_eq!(results["splits"]["train"]["succeeded"].as_u64(), Some(8), "{results:#}");
+    let kept = Collector::start().spans_kept_in(&dir.join("run.db")).len() as u64;
+    let report = &results["otlp_export"];
+    assert_eq!(report["spans"].as_u64(), Some(kept), "{report}");
+    assert_eq!(report["dropped"].as_u64(), Some(kept), "{report}");
+    assert_eq!(report["exported"].as_u64(), Some(0), "{report}");
+    let warning = format!(
+        "warning: OTLP export: {kept} of {kept} span(s) could not be sent to {endpoint}/v1/traces and were dropped"
+    );
+    assert!(stderr(&run).contains(&warning), "{warning}\n{}", text(&run));
+}
+
+#[test]
+fn a_bad_endpoint_or_protocol_is_one_clear_line_and_exit_code_2() {
+    let dir = scratch("otlp", "bad");
+    // (command line, environment, the start of the one line expected)
+    type Case<'a> = (Vec<OsString>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: [Case; 4] = [
+        (
+            dev_args(&dir, &["--otlp-endpoint", "collector:4318"]),
+            vec![],
+            "agl-host: --otlp-endpoint: 'collector:4318' is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:4318)",
+        ),
+        (
+            dev_args(&dir, &[]),
+            vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://")],
+            "agl-host: OTEL_EXPORTER_OTLP_ENDPOINT: 'http://' is not an http:// or https:// URL with a host",
+        ),
+        (
+            dev_args(&dir, &["--otlp-endpoint", "http://127.0.0.1:4317"]),
+            vec![("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+            "agl-host: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: agl-host exports over OTLP/HTTP only",
+        ),
+        (
+            [
+                "runner",
+                "--store",
+                "http://127.0.0.1:9",
+                "--agent",
+                "agent.wasm",
+                "--otlp-endpoint",
+                "ftp://h",
+            ]
+            .map(OsString::from)
+            .to_vec(),
+            vec![],
+            "agl-host: --otlp-endpoint: 'ftp://h' is not an http:// or https:// URL with a host",
+        ),
+    ];
+    for (args, env, expected) in cases {
+        let run = agl_host(&args, &env);
+        assert_eq!(run.status.code(), Some(2), "{expected}: {}", text(&run));
+        let log = stderr(&run);
+        assert_eq!(log.lines().count(), 1, "one line: {}", text(&run));
+        assert!(log.starts_with(expected), "{expected}: {}", text(&run));
+    }
+}
