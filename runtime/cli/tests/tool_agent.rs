@@ -3,7 +3,8 @@
 //! run kept in an SQLite file and read back with `agl-host show --json`. Granted, every lookup
 //! is an HTTP request nested in its tool operation, between the two LLM calls and before the
 //! reward; not granted, every lookup fails inside the agent with the sandbox's reason and is
-//! recorded as a refused request.
+//! recorded as a refused request. Exported (`agl-host export`), an attempt is one chat transcript
+//! joining its two LLM calls around the tool call, or two triplets.
 
 use serde_json::Value;
 use std::ffi::OsString;
@@ -192,4 +193,50 @@ fn not_granted_every_lookup_fails_inside_the_agent_and_is_recorded() {
         said.contains("denied by the sandbox"),
         "the agent logged the sandbox's reason: {said}"
     );
+}
+
+#[test]
+fn exported_as_training_data_each_attempt_is_one_transcript_with_its_tool_call() {
+    let service = LookupService::start();
+    let dir = scratch("agl-tool-agent", "export");
+    run_example(&dir, &service, &["--agent-http".into(), service.url.clone()]);
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let lines = |format: &str| -> Vec<Value> {
+        let exported = agl_host(["export", "--db", db.as_str(), "--format", format]);
+        assert!(exported.status.success(), "{}", text(&exported));
+        String::from_utf8_lossy(&exported.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect()
+    };
+    let about_australia = |line: &&Value| {
+        line["input"]["question"]
+            .as_str()
+            .is_some_and(|q| q.contains("Australia"))
+    };
+
+    let transcripts = lines("messages");
+    assert_eq!(transcripts.len(), 5, "one per attempt: {transcripts:#?}");
+    let transcript = transcripts.iter().find(about_australia).expect("Australia's");
+    assert_eq!(transcript["llm_calls"], 2, "{transcript:#}");
+    assert_eq!(transcript["reward"], 1.0, "{transcript:#}");
+    let messages = transcript["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+    // The second call's prompt continues the first: the two calls join into one conversation.
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{transcript:#}");
+    let call = &messages[1]["tool_calls"][0];
+    assert_eq!(call["type"], "function", "{transcript:#}");
+    assert_eq!(call["function"]["name"], "lookup_capital", "{transcript:#}");
+    assert_eq!(messages[2]["tool_call_id"], call["id"], "{transcript:#}");
+    assert!(messages[2]["content"].as_str().is_some_and(|c| c.contains("Canberra")));
+    assert!(messages[3]["content"].as_str().is_some_and(|c| c.contains("Canberra")));
+
+    let triplets = lines("triplets");
+    let calls: Vec<&Value> = triplets.iter().filter(about_australia).collect();
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert_eq!((&calls[0]["index"], &calls[1]["index"]), (&0.into(), &1.into()));
+    assert_eq!(calls[0]["tool_calls"][0]["function"]["name"], "lookup_capital");
+    assert_eq!(calls[0]["reward"], Value::Null, "the reward goes on the last call");
+    assert_eq!(calls[1]["reward"], 1.0);
+    assert_eq!(calls[0]["final_reward"], 1.0);
 }
