@@ -31,6 +31,7 @@ mod tests;
 
 pub use agl_store::Span;
 pub use llm::llm_call_usage;
+pub use llm::looks_like_llm_call as is_llm_call;
 pub use model::{Message, ToolCall, Triplet, Usage};
 pub use reward::{final_reward, rewards};
 pub use transcript::transcript;

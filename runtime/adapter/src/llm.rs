@@ -24,7 +24,7 @@ use agl_store::Span;
 
 /// Whether a span is an LLM call: its name contains `openai.chat.completion`, or it carries
 /// `gen_ai.prompt.*` / `gen_ai.completion.*` attributes (any GenAI instrumentation).
-pub(crate) fn looks_like_llm_call(span: &Span) -> bool {
+pub fn looks_like_llm_call(span: &Span) -> bool {
     span.name.contains(c::LLM_SPAN)
         || attrs::has_family(span.attributes.keys(), c::GEN_AI_PROMPT)
         || attrs::has_family(span.attributes.keys(), c::GEN_AI_COMPLETION)

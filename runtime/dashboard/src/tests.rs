@@ -134,6 +134,24 @@ fn nothing_is_fetched_from_another_origin() {
     }
 }
 
+/// Every embedded module parses (`node --check`: a syntax error in one view would blank the page,
+/// and only some modules are imported by the unit tests).
+#[test]
+fn every_module_parses() {
+    for (name, _) in FILES.iter().filter(|(name, _)| name.ends_with(".js")) {
+        let output = std::process::Command::new("node")
+            .arg("--check")
+            .arg(site_dir().join(name))
+            .output()
+            .expect("node is installed (the dashboard's modules are checked with `node --check`)");
+        assert!(
+            output.status.success(),
+            "{name} does not parse:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
 /// The pure modules (span tree, line diff, run aggregates, filters, routes) under Node's own
 /// test runner. Node is required (CI installs it for the JavaScript guests).
 #[test]

@@ -35,6 +35,7 @@ pub use options::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PORT, DEFAULT_WRITE_STALL_TIMEOUT, ServerOptions,
 };
+pub use routes::host_routes;
 pub use server::{SHUTDOWN_GRACE, ServerHandle, serve, serve_with};
 pub use site::{Site, is_api_path};
 

@@ -29,22 +29,35 @@ function frame(svg, [lo, hi], label) {
   return y;
 }
 
-/** `points`: `[{x, y, title}]` (x: e.g. seconds since start). A line through them plus dots. */
-export function lineChart(points, xLabel) {
+/**
+ * `points`: `[{x, y, title}]` (x: e.g. seconds since start), drawn as dots; `line`: `[{x, y}]`
+ * (e.g. a moving mean), drawn through them and named `lineLabel` in a legend.
+ */
+export function lineChart(points, line, xLabel, lineLabel) {
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "data-chart": "line" });
   const y = frame(svg, yRange(points.map((p) => p.y)), xLabel);
   const xs = points.map((p) => p.x);
   const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
   const x = (v) => PAD_L + (W - PAD_L - PAD_R) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
-  if (points.length > 1) {
-    svg.append(el("polyline", { class: "series", points: points.map((p) => `${x(p.x)},${y(p.y)}`).join(" ") }));
-  }
   for (const p of points) {
-    const dot = el("circle", { class: "point", cx: x(p.x), cy: y(p.y), r: 3 });
+    const dot = el("circle", { class: "point", cx: x(p.x), cy: y(p.y), r: 2.5 });
     dot.append(el("title", {}, p.title));
     svg.append(dot);
   }
+  if (line.length > 1) {
+    svg.append(el("polyline", { class: "series", points: line.map((p) => `${x(p.x)},${y(p.y)}`).join(" ") }));
+    legend(svg, [["series-key", lineLabel]]);
+  }
   return svg;
+}
+
+/** A legend in the top right corner: `[[class, label]]`. */
+function legend(svg, entries) {
+  entries.forEach(([cls, label], i) => {
+    const top = PAD_T + 4 + i * 16;
+    svg.append(el("rect", { class: cls, x: W - PAD_R - 120, y: top, width: 10, height: 10 }));
+    svg.append(el("text", { x: W - PAD_R - 104, y: top + 9 }, label));
+  });
 }
 
 /**
@@ -70,5 +83,7 @@ export function barChart(groups) {
     });
     svg.append(el("text", { x: PAD_L + gi * slot + slot / 2, y: H - PAD_B + 16, "text-anchor": "middle" }, group.label));
   });
+  const series = [...new Set(groups.flatMap((g) => g.bars.map((b) => b.series)))];
+  legend(svg, series.map((s) => [`bar-${s}`, s]));
   return svg;
 }

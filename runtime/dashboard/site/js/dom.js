@@ -33,6 +33,7 @@ export function score(value) {
 /** Seconds as `850 ms`, `12.3 s`, `4m 05s`, `2h 03m`. */
 export function duration(seconds) {
   if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) return "—";
+  if (seconds < 0.001) return `${Math.round(seconds * 1e6)} µs`;
   if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
   if (seconds < 60) return `${seconds.toFixed(1)} s`;
   const s = Math.round(seconds);

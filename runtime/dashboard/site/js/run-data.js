@@ -95,6 +95,17 @@ function groupMeans(rows, keyOf) {
     .map(([key, g]) => [key, { finished: g.finished, mean: g.sum / g.finished }]);
 }
 
+/**
+ * The two versions a diff or comparison starts with, unless `asked` names them: the first that
+ * tasks ran under (the seed the algorithm started from), and the best (or else the latest).
+ */
+export function pickVersions(ids, rows, best, asked) {
+  const used = new Set(taskRows(rows).map((r) => r.rollout.resources_id));
+  const a = ids.includes(asked.a) ? asked.a : (ids.find((id) => used.has(id)) ?? ids[0]);
+  const b = ids.includes(asked.b) ? asked.b : (best && best !== a ? best : ids[ids.length - 1]);
+  return { a, b };
+}
+
 /** A task's identity across versions: its input as JSON. */
 export function taskKey(rollout) {
   return JSON.stringify(rollout.input);

@@ -2,6 +2,7 @@
 //! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them.
 
 mod attempts;
+mod host;
 mod metrics;
 mod otlp;
 mod resources;
@@ -10,6 +11,8 @@ mod spans;
 mod system;
 mod waits;
 mod workers;
+
+pub use host::host_routes;
 
 use crate::auth::{self, ExpectedToken};
 use crate::error::ApiError;

@@ -12,7 +12,7 @@ use agl_store::{
 };
 use axum::extract::{RawQuery, State};
 
-const QUERY: QuerySpec = QuerySpec {
+pub(crate) const QUERY: QuerySpec = QuerySpec {
     lists: &["status_in", "rollout_id_in"],
     integers: &["limit", "offset"],
 };

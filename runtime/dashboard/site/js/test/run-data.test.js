@@ -1,7 +1,7 @@
 // The run's aggregates: means per split and version, the comparison of two versions, filters.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { meanByMode, meanByVersion, compareVersions, countByStatus, taskRows } from "../run-data.js";
+import { meanByMode, meanByVersion, compareVersions, countByStatus, pickVersions, taskRows } from "../run-data.js";
 import { filterAndSort } from "../views/rollouts.js";
 
 const row = (id, mode, version, status, reward, input = id, extra = {}) => ({
@@ -38,4 +38,23 @@ test("filters and the reward sort", () => {
   const shown = filterAndSort(taskRows(rows), { status: "succeeded", mode: "", version: "", sort: "reward-desc" });
   assert.deepEqual(shown.map((r) => r.rollout.rollout_id), ["r1", "r4", "r3"]);
   assert.deepEqual(filterAndSort(taskRows(rows), { version: "v1", sort: "start" }).map((r) => r.rollout.rollout_id), ["r4", "r5"]);
+});
+
+test("a comparison starts from the first version tasks ran under, to the best", () => {
+  const ids = ["seed", "v0", "v1", "v2"];
+  assert.deepEqual(pickVersions(ids, rows, "v1", {}), { a: "v0", b: "v1" });
+  assert.deepEqual(pickVersions(ids, rows, null, {}), { a: "v0", b: "v2" });
+  assert.deepEqual(pickVersions(ids, rows, "v1", { a: "seed", b: "nope" }), { a: "seed", b: "v1" });
+});
+
+test("missing rewards sort last, whichever the direction", () => {
+  const order = (sort) => filterAndSort(taskRows(rows), { sort }).map((r) => r.rollout.rollout_id);
+  assert.deepEqual(order("reward-asc").slice(-2).sort(), ["r2", "r5"]);
+  assert.deepEqual(order("reward-desc").slice(-2).sort(), ["r2", "r5"]);
+});
+
+test("the reward chart's moving mean", async () => {
+  const { movingMean } = await import("../views/run.js");
+  const points = [1, 0, 1, 1].map((y, x) => ({ x, y }));
+  assert.deepEqual(movingMean(points, 2).map((p) => p.y), [1, 0.5, 0.5, 1]);
 });

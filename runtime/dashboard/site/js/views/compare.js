@@ -2,7 +2,7 @@
 // and per task (same input) the reward under each, which tasks flipped across the pass mark.
 
 import { all } from "../api.js";
-import { loadRun, compareVersions, taskRows, PASS } from "../run-data.js";
+import { loadRun, compareVersions, pickVersions, taskRows, PASS } from "../run-data.js";
 import { h, score, duration, oneLine, select } from "../dom.js";
 import { setParams } from "../router.js";
 
@@ -12,8 +12,7 @@ export async function render(context) {
   const ids = versions.map((v) => v.resources_id);
   if (ids.length < 1) return h("p", { class: "muted" }, "No resources in this store.");
   const best = run.record?.results?.best?.resources_id;
-  const a = ids.includes(context.params.a) ? context.params.a : ids[0];
-  const b = ids.includes(context.params.b) ? context.params.b : (best && best !== a ? best : ids[ids.length - 1]);
+  const { a, b } = pickVersions(ids, run.rows, best, context.params);
   const modes = [...new Set(run.rows.map((r) => r.rollout.mode).filter(Boolean))].sort();
   const mode = context.params.mode ?? (modes.includes("val") ? "val" : "");
   const result = compareVersions(taskRows(run.rows), a, b, mode);
@@ -39,7 +38,7 @@ export async function render(context) {
         h("td", { class: "mono", title: JSON.stringify(t.input) }, oneLine(t.input, 80)),
         h("td", { class: "num" }, score(t.a)), h("td", { class: "num" }, score(t.b)),
         h("td", { class: `num ${t.delta > 0 ? "up" : t.delta < 0 ? "down" : ""}` }, t.delta === 0 ? "0" : t.delta.toFixed(4)),
-        h("td", {}, t.flipped === "up" ? h("span", { class: "up" }, "flipped ↑") : t.flipped === "down" ? h("span", { class: "down" }, "flipped ↓") : ""))))),
+        h("td", {}, t.flipped === "up" ? h("span", { class: "up" }, "flipped ↑") : t.flipped === "down" ? h("span", { class: "down" }, "flipped ↓") : "")))),
     ) : h("p", { class: "muted" }, "No task was run under both versions (in this split)."),
   );
 }

@@ -2,7 +2,7 @@
 // of the prompt templates (any resource: its template, or its JSON) between two chosen versions.
 
 import { all } from "../api.js";
-import { loadRun, meanByVersion, taskRows } from "../run-data.js";
+import { loadRun, meanByVersion, pickVersions, taskRows } from "../run-data.js";
 import { h, score, time, select } from "../dom.js";
 import { setParams } from "../router.js";
 import { diffLines, sideBySide } from "../line-diff.js";
@@ -14,8 +14,7 @@ export async function render(context) {
   const scores = new Map(meanByVersion(taskRows(run.rows)).map((v) => [v.resources_id, v.modes]));
   const ids = versions.map((v) => v.resources_id);
   const best = run.record?.results?.best?.resources_id;
-  const a = ids.includes(context.params.a) ? context.params.a : ids[0];
-  const b = ids.includes(context.params.b) ? context.params.b : (best && best !== a ? best : ids[ids.length - 1]);
+  const { a, b } = pickVersions(ids, run.rows, best, context.params);
   const byId = new Map(versions.map((v) => [v.resources_id, v]));
   const modes = [...new Set([...scores.values()].flatMap((m) => Object.keys(m)))].sort();
   return h("section", { "data-view": "resources" },

@@ -26,10 +26,15 @@ export function filterAndSort(rows, filters) {
     && (!filters.mode || (rollout.mode ?? "-") === filters.mode)
     && (!filters.version || (rollout.resources_id ?? "-") === filters.version)
     && (!filters.flagged || outcome?.no_triplet_reason));
-  const reward = (row) => row.outcome?.final_reward ?? -Infinity;
+  // Rollouts without a reward (yet) come last either way.
+  const byReward = (direction) => (a, b) => {
+    const [x, y] = [a.outcome?.final_reward, b.outcome?.final_reward];
+    if (x == null || y == null) return (x == null) - (y == null);
+    return direction * (x - y);
+  };
   const order = {
-    "reward-desc": (a, b) => reward(b) - reward(a),
-    "reward-asc": (a, b) => reward(a) - reward(b),
+    "reward-desc": byReward(-1),
+    "reward-asc": byReward(1),
     start: (a, b) => a.rollout.start_time - b.rollout.start_time,
   }[filters.sort] ?? ((a, b) => a.rollout.start_time - b.rollout.start_time);
   return kept.sort(order);
@@ -73,7 +78,7 @@ function row({ rollout, outcome }) {
     h("td", { class: "num" }, outcome ? String(outcome.triplets) : "—"),
     h("td", { class: "num" }, outcome ? String(outcome.input_tokens + outcome.output_tokens) : "—"),
     h("td", {}, end ? duration(end - rollout.start_time) : "—"),
-    h("td", {}, time(rollout.start_time)),
+    h("td", { class: "time" }, time(rollout.start_time)),
     h("td", {}, outcome?.no_triplet_reason ? h("span", { class: "flag", "data-flag": "", title: outcome.no_triplet_reason }, `⚑ ${outcome.no_triplet_reason}`) : null),
   );
 }

@@ -52,7 +52,20 @@ function rewardOverTime(rows, started) {
       y: r.outcome?.final_reward ?? 0,
       title: `${r.rollout.rollout_id} (${r.rollout.mode ?? "-"}, ${r.rollout.resources_id ?? "-"}): ${score(r.outcome?.final_reward)}`,
     }));
-  return points.length ? lineChart(points, "seconds since start") : h("p", { class: "muted" }, "No finished rollout yet.");
+  if (!points.length) return h("p", { class: "muted" }, "No finished rollout yet.");
+  return lineChart(points, movingMean(points, WINDOW), "seconds since start", `mean of last ${WINDOW}`);
+}
+
+/** Rollouts the moving mean of the reward chart spans. */
+const WINDOW = 16;
+
+/** The mean of each point's `window` last values (fewer at the start). */
+export function movingMean(points, window) {
+  let sum = 0;
+  return points.map((p, i) => {
+    sum += p.y - (i >= window ? points[i - window].y : 0);
+    return { x: p.x, y: sum / Math.min(i + 1, window) };
+  });
 }
 
 function rewardPerVersion(rows) {
