@@ -1,12 +1,17 @@
-//! `GET /metrics` over real HTTP: a store driven as runners drive it (enqueue, dequeue, a
-//! heartbeat, spans over the 0.3.0 API and over OTLP, an attempt's end), then the scrape parsed
-//! as Prometheus' text format and read value by value; and the token guarding it.
+//! `GET /metrics` over real HTTP: a store (in memory, SQLite, PostgreSQL) driven as runners drive
+//! it (enqueue, dequeue, a heartbeat, spans over the 0.3.0 API and over OTLP, an attempt's end),
+//! then the scrape parsed as Prometheus' text format and read value by value; and the token
+//! guarding it.
 
 mod support;
 
 use agl_server::ServerOptions;
+use agl_store::{StoreBackend, StoreOptions};
+use agl_store_db::DbUrl;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use support::{Answer, TestServer};
 
 /// A scrape's samples by series as written (`name{label="value",...}`), each series once, every
@@ -108,8 +113,40 @@ fn otlp_export(rollout: &str, attempt: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_show_the_store_state_and_what_came_in() {
-    let server = TestServer::start().await;
+async fn metrics_show_the_state_of_a_memory_store_and_what_came_in() {
+    metrics_show_the_store_state_and_what_came_in(TestServer::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_the_state_of_a_sqlite_store_and_what_came_in() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("metrics-sqlite-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = open(&DbUrl::Sqlite(dir.join("store.db")));
+    metrics_show_the_store_state_and_what_came_in(TestServer::on(store).await).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The store state of a PostgreSQL store, read as every replica on it reads it (skipped, saying
+/// why, on a machine without PostgreSQL outside CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_the_state_of_a_postgres_store_and_what_came_in() {
+    let Some(postgres) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url: DbUrl = postgres
+        .fresh_database()
+        .parse()
+        .expect("the testkit's URL is a store URL");
+    metrics_show_the_store_state_and_what_came_in(TestServer::on(open(&url)).await).await;
+}
+
+/// A store opened as `agl-host store --db` opens it.
+fn open(url: &DbUrl) -> Arc<dyn StoreBackend> {
+    agl_store_db::open(url, StoreOptions::default())
+        .unwrap_or_else(|error| panic!("opening {}: {error}", url.redacted()))
+}
+
+async fn metrics_show_the_store_state_and_what_came_in<S>(server: TestServer<S>) {
     let queued = server
         .post_ok(
             "/v1/agl/queues/rollouts/enqueue",
