@@ -243,7 +243,7 @@ fn summary(args: &ExportArgs, source: &Source, counts: &Counts) -> String {
         ));
     }
     if counts.attempts == 0 {
-        line.push_str(" (no rollout matched: --status, --mode and --all-attempts choose others)");
+        line.push_str(" (no rollout matched: --status and --mode choose which)");
     }
     line
 }

@@ -351,3 +351,28 @@ fn a_missing_or_unknown_source_exits_2_with_one_line() {
     );
     assert!(!Path::new(&nowhere).exists());
 }
+
+#[test]
+fn no_matching_rollout_is_an_empty_export_that_says_so() {
+    let kept = kept();
+    let dir = scratch("agl-export", "empty");
+    let out = dir.join("none.jsonl");
+    let out_text = out.display().to_string();
+    let (printed, said) = export(&[
+        "--db",
+        &kept.db_url(),
+        "--format",
+        "triplets",
+        "--status",
+        "running,queuing",
+        "--out",
+        &out_text,
+    ]);
+    assert!(printed.is_empty());
+    assert_eq!(std::fs::read_to_string(&out).expect("--out written"), "");
+    assert!(
+        said.contains("0 triplets (one per LLM call) from 0 attempts of 0 rollouts")
+            && said.contains("no rollout matched: --status and --mode choose which"),
+        "{said}"
+    );
+}
