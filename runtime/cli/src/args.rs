@@ -84,6 +84,11 @@ pub enum Command {
     ///
     ///   agl-host store --host 0.0.0.0 --port 4747 --token secret
     ///   agl-host store --db sqlite:store.db
+    ///
+    /// Any web dashboard that speaks the same API can be served beside it (same origin), e.g.
+    /// Agent-lightning 0.3.0's own, from its Python package (`pip install agentlightning==0.3.0`):
+    ///
+    ///   agl-host store --db sqlite:store.db --dashboard-dir "$(python -c "import agentlightning, os; print(os.path.join(os.path.dirname(agentlightning.__file__), 'dashboard'))")"
     #[command(verbatim_doc_comment, term_width = 0)]
     Store(StoreArgs),
     /// Run rollouts from a remote store with an agent component, until stopped (Ctrl-C or SIGTERM).
@@ -357,6 +362,12 @@ pub struct StoreArgs {
     /// is recorded as an LLM span of that attempt.
     #[arg(long)]
     pub llm_proxy: bool,
+    /// Serve the web app in DIR (a built dashboard: index.html and its assets) at /, beside the
+    /// API and without the token (its files hold no data; the API keeps requiring it). Every
+    /// path that is not the API's and names no file gets DIR/index.html, as single-page apps
+    /// expect. Files are read at each request: a rebuilt app shows up without a restart.
+    #[arg(long, value_name = "DIR")]
+    pub dashboard_dir: Option<PathBuf>,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]

@@ -27,6 +27,7 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         args.proxy.llm_val_temperature,
     );
     let options = server_options(args)?;
+    let site = options.site.clone();
     if !options.host.is_loopback() && options.token.is_none() {
         stderr_line(&format!(
             "warning: serving on {} without --token: anyone who can reach it can use the store",
@@ -55,6 +56,13 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
             "agl-host store: LLM proxy at {url}/v1, per attempt {url}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 (-> {})",
             proxy.describe(),
             url = handle.url()
+        ));
+    }
+    if let Some(agl_server::Site::Dir(dir)) = &site {
+        stderr_line(&format!(
+            "agl-host store: dashboard at {}/ (from {})",
+            handle.url(),
+            dir.display()
         ));
     }
     stderr_line(&format!(
@@ -86,6 +94,11 @@ fn server_options(args: StoreArgs) -> Result<ServerOptions, InputError> {
         header_read_timeout: duration("--header-timeout", &args.header_timeout)?,
         body_read_timeout: duration("--body-timeout", &args.body_timeout)?,
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        site: args
+            .dashboard_dir
+            .map(agl_server::Site::dir)
+            .transpose()
+            .map_err(|e| InputError(format!("--dashboard-dir {e}")))?,
         ..ServerOptions::default()
     })
 }
@@ -128,6 +141,18 @@ mod tests {
         assert_eq!(options.header_read_timeout, Duration::from_secs(5));
         assert_eq!(options.body_read_timeout, Duration::from_millis(1500));
         assert_eq!(options.max_connections, 7);
+    }
+
+    #[test]
+    fn a_dashboard_dir_without_index_html_is_refused_naming_the_flag() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+        let error = server_options(store_args(&["--dashboard-dir", dir])).expect_err("invalid");
+        assert!(error.0.starts_with("--dashboard-dir "), "{}", error.0);
+        assert!(
+            error.0.ends_with("has no index.html (it must hold a built web app)"),
+            "{}",
+            error.0
+        );
     }
 
     #[test]

@@ -252,6 +252,8 @@ fn spans_are_the_stores_wire_json() {
 fn a_served_store_exports_the_same_lines_over_http() {
     let kept = kept();
     let dir = scratch("agl-export", "served");
+    // A copy of the run's file: a store serves its SQLite file to itself alone, and the other
+    // tests read the original meanwhile.
     let copy = dir.join("served.db");
     std::fs::copy(kept.db(), &copy).expect("a copy of the kept run");
     let db = format!("sqlite:{}", copy.display());

@@ -136,11 +136,28 @@ impl Browser {
     /// # Panics
     /// When it has not after [`WAIT`] (with the page's text, and a screenshot).
     pub async fn wait_for_text(&self, text: &str) {
+        self.wait_for_text_in("body", text).await;
+    }
+
+    /// Waits until the visible text of an element matching `css` contains `text` (e.g. a table's
+    /// `tbody`, so that a menu entry of the same name does not count).
+    ///
+    /// # Panics
+    /// When none does after [`WAIT`] (with the page's text, and a screenshot).
+    pub async fn wait_for_text_in(&self, css: &str, text: &str) {
         let shown = self
-            .poll(|| async { self.page_text().await.contains(text).then_some(()) })
+            .poll(|| async {
+                let elements = self.driver().find_all(By::Css(css)).await.ok()?;
+                for element in elements {
+                    if element.text().await.is_ok_and(|shown| shown.contains(text)) {
+                        return Some(());
+                    }
+                }
+                None
+            })
             .await;
         if shown.is_none() {
-            self.fail(&format!("the page never showed {text:?}")).await;
+            self.fail(&format!("no `{css}` ever showed {text:?}")).await;
         }
     }
 
