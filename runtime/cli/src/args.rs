@@ -372,6 +372,8 @@ pub struct StoreArgs {
     pub llm: LlmArgs,
     #[command(flatten)]
     pub proxy: ProxyArgs,
+    #[command(flatten)]
+    pub otlp: crate::otlp_export::OtlpArgs,
 }
 
 /// How the LLM proxy forwards (with `--llm-proxy`).

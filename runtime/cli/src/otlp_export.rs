@@ -1,10 +1,10 @@
 //! `--otlp-endpoint URL` and the standard `OTEL_EXPORTER_OTLP_*` variables: every span the host
-//! records (agents' host calls, the algorithm's LLM calls) also goes to an OpenTelemetry collector
-//! over OTLP/HTTP (opentelemetry-otlp; protobuf, or JSON when asked), through a batch span
-//! processor on its own thread. Never in a rollout's way: a span that cannot be sent (the queue
-//! full, the collector down or slow) is dropped and counted, and [`OtlpExport::finish`] reports
-//! the count. What the spans carry is the recorder's (agl_wasm::SpanExport); this module only
-//! resolves where they go, sends them and counts.
+//! records (agents' host calls, the algorithm's and the LLM proxy's LLM calls) also goes to an
+//! OpenTelemetry collector over OTLP/HTTP (opentelemetry-otlp; protobuf, or JSON when asked),
+//! through a batch span processor on its own thread. Never in a rollout's way: a span that cannot
+//! be sent (the queue full, the collector down or slow) is dropped and counted, and
+//! [`OtlpExport::finish`] reports the count. What the spans carry is the recorder's
+//! (agl_wasm::SpanExport); this module only resolves where they go, sends them and counts.
 
 use crate::inputs::InputError;
 use agl_wasm::SpanExport;
@@ -29,7 +29,8 @@ const TRACES_ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 const PROTOCOL_VAR: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 const TRACES_PROTOCOL_VAR: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
 
-/// The export flag of the commands that run agents (`run`, `dev`, `runner`).
+/// The export flag of the commands that record spans: `run`, `dev` and `runner` (the agents' and
+/// the algorithm's), `store --llm-proxy` (the proxy's).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
 pub struct OtlpArgs {
     /// Also send every span the host records to this OpenTelemetry collector (OTLP/HTTP,
@@ -38,6 +39,7 @@ pub struct OtlpArgs {
     /// $OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces) turn the export on; $OTEL_EXPORTER_OTLP_HEADERS,
     /// _TIMEOUT, _PROTOCOL (http/protobuf or http/json) and $OTEL_BSP_* apply. Spans that cannot
     /// be sent are dropped and counted, never slowing a rollout; the count is reported at the end.
+    /// (`store`: the LLM proxy's spans, with --llm-proxy.)
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
 }

@@ -195,6 +195,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         config.token_ids = common.proxy.llm_token_ids;
         config.train_temperature = common.proxy.llm_train_temperature;
         config.val_temperature = common.proxy.llm_val_temperature;
+        config.span_export = otlp.as_ref().map(OtlpExport::span_export);
         let proxy = agl_proxy::Proxy::new(store.clone(), config);
         let handle = serve_store(common.port, &store, &progress, Some(&proxy)).await?;
         let endpoint = format!("{}/v1", handle.url());

@@ -3,6 +3,7 @@
 
 use crate::args::StoreArgs;
 use crate::inputs::InputError;
+use crate::otlp_export::{self, OtlpExport};
 use crate::output::stderr_line;
 use agl_server::{ServerOptions, serve, serve_with};
 use agl_store::{LightningStore, StoreOptions};
@@ -20,6 +21,19 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
             );
         }
         (false, false) => None,
+    };
+    // Without the proxy this process records no span: runners export their own.
+    let otlp = match (args.llm_proxy, &args.otlp.otlp_endpoint) {
+        (true, _) => OtlpExport::from_flags(&args.otlp)?,
+        (false, Some(_)) => {
+            return Err(InputError(
+                "--otlp-endpoint exports the spans this process records, the LLM proxy's: add --llm-proxy (runners \
+                 export their own: `agl-host runner --otlp-endpoint URL`)"
+                    .into(),
+            )
+            .into());
+        }
+        (false, None) => None,
     };
     let (token_ids, train_temperature, val_temperature) = (
         args.proxy.llm_token_ids,
@@ -44,6 +58,7 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         config.val_temperature = val_temperature;
         config.max_body_bytes = options.max_body_bytes;
         config.body_read_timeout = options.body_read_timeout;
+        config.span_export = otlp.as_ref().map(OtlpExport::span_export);
         agl_proxy::Proxy::new(store.clone(), config)
     });
     let handle = match &proxy {
@@ -73,6 +88,7 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     interrupts.wait().await;
     stderr_line("agl-host store: stopping");
     handle.shutdown().await;
+    otlp_export::finish(otlp).await;
     // A database's write-ahead log folded into its file: one file holds the whole store.
     if let Err(error) = backend.checkpoint().await {
         stderr_line(&format!("agl-host store: could not compact {}: {error}", db.redacted()));

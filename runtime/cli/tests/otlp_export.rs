@@ -2,8 +2,9 @@
 //! and sends its spans over OTLP/HTTP to a collector on another port, whose `/v1/traces` decodes
 //! them with our own OTLP ingest (agl-otlp: protobuf, attribution by `agentlightning.*` ids). The
 //! collector must end up with exactly the spans the run kept in its store: same trace and span
-//! ids, parents, names, rollouts and attempts. A collector that is down costs no rollout and the
-//! drops are reported; a bad endpoint is one line and exit code 2.
+//! ids, parents, names, rollouts and attempts; so must the spans of `store --llm-proxy`'s calls. A
+//! collector that is down costs no rollout and the drops are reported; a bad endpoint is one line
+//! and exit code 2.
 //!
 //! Why not a second `agl-host store` as the collector: a store takes spans only for rollouts it
 //! holds (as Agent-lightning 0.3.0's does), and the rollouts of a run live in the run's store; the
@@ -11,6 +12,7 @@
 //! what it decoded.
 
 mod agents;
+mod support;
 
 use agents::{cache_dir, repo, scratch, text};
 use agl_store::{RolloutQuery, SpanQuery, StoreBackend};
@@ -26,6 +28,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::ServerProcess;
 
 /// What identifies a span in both places: trace id, span id, parent id, name, rollout, attempt.
 type SpanKey = (String, String, Option<String>, String, String, String);
@@ -315,11 +319,93 @@ fn a_collector_that_is_down_costs_no_rollout_and_the_dropped_spans_are_reported(
 }
 
 #[test]
+fn the_llm_proxy_of_a_store_exports_the_span_of_each_call_as_it_keeps_it() {
+    let dir = scratch("otlp", "proxy");
+    let rules = dir.join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"model": "m", "rules": [{"when": [{"role": "user", "matches": "^say (.*)$"}], "reply": "{1}"}]}"#,
+    )
+    .expect("rules");
+    let collector = Collector::start();
+    let rules = rules.display().to_string();
+    let args = ["--llm-proxy", "--llm-script", &rules, "--otlp-endpoint", &collector.url];
+    // Batches leave every 50 ms: the span arrives while the store serves.
+    let store = ServerProcess::agl_host_store_with_env(&args, &[("OTEL_BSP_SCHEDULE_DELAY", "50")]);
+    let client = reqwest::blocking::Client::new();
+    let post = |path: &str, body: Value| -> Value {
+        let response = client
+            .post(format!("{}{path}", store.url))
+            .json(&body)
+            .send()
+            .expect("the store answers");
+        assert!(response.status().is_success(), "{path}: {}", response.status());
+        response.json().expect("JSON")
+    };
+    let started = post(
+        "/v1/agl/rollouts",
+        serde_json::json!({"input": {"task": 1}, "mode": "train"}),
+    );
+    let (rollout, attempt) = (&started["rollout_id"], &started["attempt"]["attempt_id"]);
+    let path = format!(
+        "/rollout/{}/attempt/{}/v1/chat/completions",
+        rollout.as_str().expect("rollout id"),
+        attempt.as_str().expect("attempt id")
+    );
+    let answer = post(
+        &path,
+        serde_json::json!({"messages": [{"role": "user", "content": "say hi"}]}),
+    );
+    assert_eq!(answer["choices"][0]["message"]["content"], "hi");
+
+    let spans: Value = client
+        .get(format!(
+            "{}/v1/agl/spans?rollout_id={}",
+            store.url,
+            rollout.as_str().unwrap_or_default()
+        ))
+        .send()
+        .and_then(|r| r.json())
+        .expect("the store's spans");
+    let kept = &spans["items"][0];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while collector.spans().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let received = collector.spans();
+    assert_eq!(received.len(), 1, "one call, one span: {}", store.log());
+    let span = &received[0];
+    assert_eq!(
+        (span.trace_id.as_str(), span.span_id.as_str(), span.name.as_str()),
+        (
+            kept["trace_id"].as_str().unwrap_or_default(),
+            kept["span_id"].as_str().unwrap_or_default(),
+            "openai.chat.completion"
+        )
+    );
+    assert_eq!(
+        (
+            &Value::from(span.rollout_id.clone()),
+            &Value::from(span.attempt_id.clone())
+        ),
+        (rollout, attempt)
+    );
+    for key in [
+        "gen_ai.completion.0.content",
+        "agl.llm.proxy.upstream",
+        "gen_ai.usage.output_tokens",
+    ] {
+        assert_eq!(span.attributes.get(key), kept["attributes"].get(key), "{key}");
+    }
+    assert_eq!(span.attributes["gen_ai.completion.0.content"], "hi");
+}
+
+#[test]
 fn a_bad_endpoint_or_protocol_is_one_clear_line_and_exit_code_2() {
     let dir = scratch("otlp", "bad");
     // (command line, environment, the start of the one line expected)
     type Case<'a> = (Vec<OsString>, Vec<(&'a str, &'a str)>, &'a str);
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         (
             dev_args(&dir, &["--otlp-endpoint", "collector:4318"]),
             vec![],
@@ -349,6 +435,13 @@ fn a_bad_endpoint_or_protocol_is_one_clear_line_and_exit_code_2() {
             .to_vec(),
             vec![],
             "agl-host: --otlp-endpoint: 'ftp://h' is not an http:// or https:// URL with a host",
+        ),
+        (
+            ["store", "--port", "0", "--otlp-endpoint", "http://127.0.0.1:4318"]
+                .map(OsString::from)
+                .to_vec(),
+            vec![],
+            "agl-host: --otlp-endpoint exports the spans this process records, the LLM proxy's: add --llm-proxy",
         ),
     ];
     for (args, env, expected) in cases {

@@ -45,6 +45,8 @@ pub struct ProxyConfig {
     pub body_read_timeout: Duration,
     /// Text attributes of a span are clipped to this many bytes (the host's own cap).
     pub attribute_cap: usize,
+    /// Where the calls' spans also go (e.g. an OTLP exporter), besides the store.
+    pub span_export: Option<agl_wasm::SpanExport>,
 }
 
 impl ProxyConfig {
@@ -59,6 +61,7 @@ impl ProxyConfig {
             max_body_bytes: 16 << 20,
             body_read_timeout: Duration::from_secs(60),
             attribute_cap: agl_wasm::MAX_ATTRIBUTE_BYTES,
+            span_export: None,
         }
     }
 }

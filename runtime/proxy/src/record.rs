@@ -6,8 +6,10 @@
 
 use agl_llm::{ChatRequest, ChatResponse};
 use agl_store::{JsonMap, LightningStore, Span, StatusCode, TraceStatus, hex_id, json_number};
+use agl_wasm::SpanExport;
 use agl_wasm::spans::llm::{request_attributes, response_attributes};
 use agl_wasm::spans::names;
+use opentelemetry::trace::SpanKind;
 use opentelemetry::{Array, KeyValue, Value};
 use serde_json::Value as Json;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -117,9 +119,12 @@ impl CallRecord {
     }
 }
 
-/// Writes `span`; a store that refuses it is logged, never the caller's failure (the client has
-/// its answer either way).
-pub(crate) async fn write(store: &dyn LightningStore, span: Span) {
+/// Writes `span` (and hands it to `export`, when the host exports its spans); a store that
+/// refuses it is logged, never the caller's failure (the client has its answer either way).
+pub(crate) async fn write(store: &dyn LightningStore, export: Option<&SpanExport>, span: Span) {
+    if let Some(export) = export {
+        export.send_stored(&span, SpanKind::Client);
+    }
     let (rollout_id, attempt_id) = (span.rollout_id.clone(), span.attempt_id.clone());
     if let Err(error) = store.add_span(span).await {
         tracing::warn!(%rollout_id, %attempt_id, %error, "LLM proxy: the call's span was not recorded");

@@ -153,7 +153,8 @@ impl Call {
         if let Some(record) = &self.record {
             let outcome = Outcome::Answered { response, retries };
             let span = record.span(self.request.as_ref().ok(), outcome, self.shared.config.attribute_cap);
-            write(self.shared.store.as_ref(), span).await;
+            let export = self.shared.config.span_export.as_ref();
+            write(self.shared.store.as_ref(), export, span).await;
         }
     }
 
@@ -164,7 +165,8 @@ impl Call {
                 Outcome::Failed { why, status, partial },
                 self.shared.config.attribute_cap,
             );
-            write(self.shared.store.as_ref(), span).await;
+            let export = self.shared.config.span_export.as_ref();
+            write(self.shared.store.as_ref(), export, span).await;
         }
     }
 }

@@ -1,12 +1,14 @@
 //! A second destination for the spans the host records (an OTLP exporter, say): each finished
 //! span, tagged with its rollout and attempt ids as Agent-lightning's collectors read them
 //! (`agentlightning.rollout_id`, `agentlightning.attempt_id`), is handed to a span processor
-//! besides going to the store. The processor is shared by every recorder of the process (the
-//! runners', the algorithm's) and belongs to whoever made it: recorders never flush or shut it
-//! down. How it sends, batches or drops is its own business; it must not block.
+//! besides going to the store; so are spans written to the store directly (the LLM proxy's).
+//! The processor is shared by every recorder of the process (the runners', the algorithm's) and
+//! belongs to whoever made it: recorders never flush or shut it down. How it sends, batches or
+//! drops is its own business; it must not block.
 
 use super::names;
 use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanKind;
 use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
 use std::fmt;
 use std::sync::Arc;
@@ -21,6 +23,14 @@ impl SpanExport {
     /// Hands every finished span to `processor` (its `on_end`), from the thread that ended it.
     pub fn new(processor: Arc<dyn SpanProcessor>) -> Self {
         Self { processor }
+    }
+
+    /// Passes on a span that was written to the store directly rather than recorded by a tracer
+    /// (the LLM proxy's), as a span of `kind`. A span whose ids are not hex is left out.
+    pub fn send_stored(&self, span: &agl_store::Span, kind: SpanKind) {
+        if let Some(data) = super::stored::from_store_span(span, kind) {
+            self.send(data, &span.rollout_id, &span.attempt_id);
+        }
     }
 
     /// Tags `span` with the attempt it belongs to and passes it on.
@@ -52,7 +62,7 @@ mod tests {
     use crate::spans::SpanRecorder;
     use agl_policy::SpanBudget;
     use agl_store::{InMemoryLightningStore, LightningStore};
-    use opentelemetry::trace::{SpanKind, Status};
+    use opentelemetry::trace::Status;
     use opentelemetry_sdk::error::OTelSdkResult;
     use parking_lot::Mutex;
     use std::time::Duration;

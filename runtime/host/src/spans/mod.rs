@@ -8,12 +8,14 @@ mod convert;
 mod export;
 pub mod llm;
 mod recorder;
+mod stored;
 
 pub use attempt::{AttemptTrace, LiveSpan};
 pub use budget::{DroppedSpans, SPAN_OVERHEAD_BYTES, SpanAccount};
 pub use convert::to_store_span;
 pub use export::SpanExport;
 pub use recorder::SpanRecorder;
+pub use stored::from_store_span;
 
 /// Names and attribute keys the host writes: the span contract of [`agl_store::semconv`] (Agent-
 /// lightning's names where it has one), plus the short aliases the host's code uses.
