@@ -156,7 +156,8 @@ pub enum Command {
     ///             (the attempt's final reward on its last call), final_reward, usage, token ids
     ///             where recorded, and the rollout, attempt, mode, resources and task input
     ///   messages  one line per attempt with an LLM call: {"messages": [...]} (OpenAI chat shape,
-    ///             tool calls included), the final reward and the same identifying fields
+    ///             tool calls included), its final reward (and every reward it recorded) and
+    ///             the same identifying fields
     ///   spans     one line per span, as the store's wire JSON
     ///
     /// The lines go to --out FILE (written whole or not at all) or stdout; a count goes to stderr.

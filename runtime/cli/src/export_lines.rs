@@ -122,8 +122,17 @@ struct TranscriptLine<'a> {
     messages: Vec<ChatMessage<'a>>,
     /// The attempt's final reward.
     reward: Option<f64>,
+    /// Every reward the attempt recorded, in order (the final one among them).
+    rewards: Vec<NamedReward>,
     /// How many LLM calls the transcript joins.
     llm_calls: usize,
+}
+
+/// One reward an attempt recorded: `primary` unless the agent named it.
+#[derive(Debug, Serialize)]
+struct NamedReward {
+    name: String,
+    value: f64,
 }
 
 fn push_line(out: &mut String, line: &impl Serialize) -> serde_json::Result<()> {
@@ -169,6 +178,10 @@ pub fn transcript(origin: &Origin<'_>, spans: &[Arc<Span>], out: &mut String) ->
         origin,
         messages: chat_messages(&messages),
         reward: agl_adapter::final_reward(spans),
+        rewards: agl_adapter::rewards(spans)
+            .into_iter()
+            .map(|(name, value)| NamedReward { name, value })
+            .collect(),
         llm_calls: calls.len(),
     };
     push_line(out, &line)?;

@@ -208,6 +208,11 @@ fn messages_are_one_transcript_per_attempt_of_the_modes_and_statuses_asked_for()
         assert_eq!(row["rollout"]["status"], "succeeded");
         assert_eq!(line["attempt_id"], row["attempt"]["attempt_id"]);
         assert_eq!(line["reward"], row["final_reward"], "{line}");
+        assert_eq!(
+            line["rewards"],
+            serde_json::json!([{"name": "primary", "value": row["final_reward"]}]),
+            "the math agent records one reward: {line}"
+        );
         assert_eq!(line["llm_calls"], 1, "{line}");
         let messages = line["messages"].as_array().expect("messages");
         assert_eq!(messages.len(), 2, "the prompt and the answer: {line}");
