@@ -8,59 +8,18 @@ mod support;
 use agl_server::ServerOptions;
 use agl_store::{StoreBackend, StoreOptions};
 use agl_store_db::DbUrl;
+use agl_testkit::prometheus::{Scrape, TEXT_FORMAT};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use support::{Answer, TestServer};
 
-/// A scrape's samples by series as written (`name{label="value",...}`), each series once, every
-/// sample's metric family declared by a `# TYPE` line.
-fn samples(answer: &Answer) -> HashMap<String, f64> {
+/// A scrape answered 200 in the text format, parsed.
+fn scrape(answer: &Answer) -> Scrape {
     assert_eq!(answer.status, 200, "{}", answer.text);
     let content_type = answer.content_type.as_deref().unwrap_or_default();
-    assert!(
-        content_type.starts_with("text/plain; version=0.0.4"),
-        "content type {content_type}"
-    );
-    let mut declared = Vec::new();
-    let mut samples = HashMap::new();
-    for line in answer.text.lines() {
-        if let Some(declaration) = line.strip_prefix("# TYPE ") {
-            let (family, kind) = declaration.split_once(' ').expect("# TYPE name kind");
-            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
-            declared.push(family.to_owned());
-            continue;
-        }
-        if line.starts_with('#') || line.is_empty() {
-            continue;
-        }
-        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {line}"));
-        let value: f64 = value.parse().unwrap_or_else(|_| panic!("not a number: {line}"));
-        let name = series.split('{').next().unwrap_or_default();
-        assert!(
-            declared.iter().any(|family| name == family
-                || ["_bucket", "_sum", "_count"]
-                    .iter()
-                    .any(|suffix| name == format!("{family}{suffix}"))),
-            "{name} has no # TYPE line before it"
-        );
-        assert!(samples.insert(series.to_owned(), value).is_none(), "{series} twice");
-    }
-    samples
-}
-
-/// The sample of `series`, which must be there.
-fn value(samples: &HashMap<String, f64>, series: &str) -> f64 {
-    *samples
-        .get(series)
-        .unwrap_or_else(|| panic!("no {series} among {:#?}", sorted(samples)))
-}
-
-fn sorted(samples: &HashMap<String, f64>) -> Vec<(&String, &f64)> {
-    let mut all: Vec<_> = samples.iter().collect();
-    all.sort_by(|a, b| a.0.cmp(b.0));
-    all
+    assert!(content_type.starts_with(TEXT_FORMAT), "content type {content_type}");
+    Scrape::parse(&answer.text)
 }
 
 /// An LLM call span as agl-host records it: tokens, and its start and end in seconds.
@@ -188,7 +147,7 @@ async fn metrics_show_the_store_state_and_what_came_in<S>(server: TestServer<S>)
         )
         .await;
 
-    let scraped = samples(&server.get("/metrics").await);
+    let scraped = scrape(&server.get("/metrics").await);
     let expected = [
         // The store, read at scrape time.
         ("agl_store_up", 1.0),
@@ -227,12 +186,9 @@ async fn metrics_show_the_store_state_and_what_came_in<S>(server: TestServer<S>)
         ("agl_http_request_duration_seconds_count{route=\"/v1/agl/spans\"}", 3.0),
     ];
     for (series, wanted) in expected {
-        assert_eq!(value(&scraped, series), wanted, "{series}");
+        assert_eq!(scraped.value(series), wanted, "{series}");
     }
-    let heartbeat = value(
-        &scraped,
-        "agl_worker_last_heartbeat_timestamp_seconds{worker_id=\"w-1\"}",
-    );
+    let heartbeat = scraped.value("agl_worker_last_heartbeat_timestamp_seconds{worker_id=\"w-1\"}");
     let recorded = worker["last_heartbeat_time"].as_f64().expect("a heartbeat time");
     assert!((heartbeat - recorded).abs() < 1e-3, "{heartbeat} vs {recorded}");
     server.handle.shutdown().await;
@@ -252,14 +208,14 @@ async fn metrics_need_the_token_when_the_store_has_one() {
         .await;
     wrong.error(401);
 
-    let scraped = samples(
+    let scraped = scrape(
         &server
             .send("GET", "/metrics", None, &[("authorization", "Bearer s3cret")])
             .await,
     );
-    assert_eq!(value(&scraped, "agl_store_up"), 1.0);
+    assert_eq!(scraped.value("agl_store_up"), 1.0);
     // The refused scrapes were counted too.
     let refused_scrapes = "agl_http_requests_total{method=\"GET\",route=\"/metrics\",status=\"4xx\"}";
-    assert_eq!(value(&scraped, refused_scrapes), 2.0);
+    assert_eq!(scraped.value(refused_scrapes), 2.0);
     server.handle.shutdown().await;
 }

@@ -1,11 +1,13 @@
 //! Helpers for the host workspace's tests, used only as a dev-dependency
 //! (`agl-testkit = { path = "../testkit" }` under `[dev-dependencies]`): [`postgres`] gives each
 //! test process one throwaway PostgreSQL server and each test a fresh database on it;
-//! [`browser`] gives a test a headless Chromium driven over WebDriver, with screenshots. Nothing
-//! here is built into `agl-host`.
+//! [`browser`] gives a test a headless Chromium driven over WebDriver, with screenshots;
+//! [`prometheus`] reads a `GET /metrics` answer into its samples. Nothing here is built into
+//! `agl-host`.
 
 pub mod browser;
 pub mod postgres;
+pub mod prometheus;
 
 use std::path::PathBuf;
 
