@@ -89,6 +89,12 @@ pub enum Command {
     /// Agent-lightning 0.3.0's own, from its Python package (`pip install agentlightning==0.3.0`):
     ///
     ///   agl-host store --db sqlite:store.db --dashboard-dir "$(python -c "import agentlightning, os; print(os.path.join(os.path.dirname(agentlightning.__file__), 'dashboard'))")"
+    ///
+    /// Prometheus metrics (rollouts, attempts and workers by status, queue depth, spans, LLM calls,
+    /// tokens and latency, heartbeats, HTTP requests) are at GET /metrics, behind --token like the
+    /// API (give Prometheus the token as `authorization` in its scrape config):
+    ///
+    ///   curl -H "Authorization: Bearer secret" http://127.0.0.1:4747/metrics
     #[command(verbatim_doc_comment, term_width = 0)]
     Store(StoreArgs),
     /// Run rollouts from a remote store with an agent component, until stopped (Ctrl-C or SIGTERM).
