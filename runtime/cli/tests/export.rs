@@ -2,8 +2,8 @@
 //! exported as triplets, chat transcripts and spans; the values are checked against what
 //! `agl-host show --json` reports for the same run (the task in the prompt, the final rewards,
 //! the attempts, the spans as stored). The same file served by `agl-host store` exports the
-//! same lines over HTTP. Bad sources exit 2 with one line, and a failed export leaves `--out` as
-//! it was.
+//! same lines over HTTP, and a run kept in PostgreSQL exports from its URL. Bad sources exit 2
+//! with one line, and a failed export leaves `--out` as it was.
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -382,4 +382,45 @@ fn no_matching_rollout_is_an_empty_export_that_says_so() {
             && said.contains("no rollout matched: --status and --mode choose which"),
         "{said}"
     );
+}
+
+#[test]
+fn a_run_kept_in_postgres_exports_from_its_url() {
+    let Some(db) = support::Backend::Postgres.fresh_db() else {
+        return; // No PostgreSQL on this machine (the testkit said why; CI has one).
+    };
+    let math = repo().join("examples/math-agent");
+    let run = agl_host(with_files(
+        vec![
+            "dev".into(),
+            "--agent".into(),
+            math.clone().into(),
+            "--db".into(),
+            db.url.clone().into(),
+        ],
+        &math,
+        &[
+            ("--train", "data/val.jsonl"),
+            ("--resources", "initial-resources.json"),
+            ("--llm-script", "rules.json"),
+        ],
+    ));
+    assert!(run.status.success(), "{}", text(&run));
+    let show = agl_host(["show", "--db", db.url.as_str(), "--json"]);
+    assert!(show.status.success(), "{}", text(&show));
+    let record: Value = serde_json::from_slice(&show.stdout).expect("JSON");
+    let (triplets, said) = export(&["--db", &db.url, "--format", "triplets"]);
+    assert_eq!(triplets.len(), 8, "one per task of val.jsonl: {said}");
+    for line in &triplets {
+        assert_eq!(line["run_id"], record["run"]["run_id"]);
+        let row = record["rollouts"]
+            .as_array()
+            .expect("rollouts")
+            .iter()
+            .find(|row| row["rollout"]["rollout_id"] == line["rollout_id"])
+            .unwrap_or_else(|| panic!("{line} is not a rollout of the run"));
+        assert_eq!(line["reward"], row["final_reward"], "{line}");
+        let question = row["rollout"]["input"]["question"].as_str().expect("question");
+        assert!(last_of(&line["prompt"], "user").contains(question), "{line}");
+    }
 }
