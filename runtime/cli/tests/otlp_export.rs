@@ -31,6 +31,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::ServerProcess;
 
+/// A scripted LLM that answers "say X" with X.
+const ECHO_RULES: &str =
+    r#"{"model": "m", "rules": [{"when": [{"role": "user", "matches": "^say (.*)$"}], "reply": "{1}"}]}"#;
+
 /// What identifies a span in both places: trace id, span id, parent id, name, rollout, attempt.
 type SpanKey = (String, String, Option<String>, String, String, String);
 
@@ -322,11 +326,7 @@ fn a_collector_that_is_down_costs_no_rollout_and_the_dropped_spans_are_reported(
 fn the_llm_proxy_of_a_store_exports_the_span_of_each_call_as_it_keeps_it() {
     let dir = scratch("otlp", "proxy");
     let rules = dir.join("rules.json");
-    std::fs::write(
-        &rules,
-        r#"{"model": "m", "rules": [{"when": [{"role": "user", "matches": "^say (.*)$"}], "reply": "{1}"}]}"#,
-    )
-    .expect("rules");
+    std::fs::write(&rules, ECHO_RULES).expect("rules");
     let collector = Collector::start();
     let rules = rules.display().to_string();
     let args = ["--llm-proxy", "--llm-script", &rules, "--otlp-endpoint", &collector.url];
@@ -398,6 +398,51 @@ fn the_llm_proxy_of_a_store_exports_the_span_of_each_call_as_it_keeps_it() {
         assert_eq!(span.attributes.get(key), kept["attributes"].get(key), "{key}");
     }
     assert_eq!(span.attributes["gen_ai.completion.0.content"], "hi");
+}
+
+/// `run --llm-proxy`: a sandboxed agent calls the LLM over HTTP through the run's proxy; the
+/// proxy's spans go out beside the host's own, all as the store keeps them.
+#[test]
+fn the_spans_of_run_llm_proxy_go_out_beside_the_agents_own() {
+    let agent = agl_guest_build::build_guest("tests/guests/proxy-agent").expect("the proxy agent builds");
+    let dir = scratch("otlp", "run-proxy");
+    let (rules, train) = (dir.join("rules.json"), dir.join("train.jsonl"));
+    std::fs::write(&rules, ECHO_RULES).expect("rules");
+    std::fs::write(&train, "{\"question\": \"say 1\", \"answer\": \"1\"}\n").expect("tasks");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+        .to_string();
+    let collector = Collector::start();
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let mut args: Vec<OsString> = vec!["run".into(), "--agent".into(), agent.into()];
+    args.extend(["--train".into(), train.into(), "--llm-script".into(), rules.into()]);
+    let proxy = format!("http://127.0.0.1:{port}");
+    for arg in [
+        "--algo",
+        "baseline",
+        "--llm-proxy",
+        "--port",
+        &port,
+        "--agent-http",
+        &proxy,
+        "--db",
+        &db,
+    ] {
+        args.push(arg.into());
+    }
+    args.extend(["--otlp-endpoint".into(), collector.url.clone().into()]);
+    let run = agl_host(&args, &[]);
+    assert!(run.status.success(), "{}", text(&run));
+
+    assert_same_spans(&collector, &dir.join("run.db"));
+    let through_proxy = collector
+        .spans()
+        .into_iter()
+        .filter(|s| s.attributes.contains_key("agl.llm.proxy.upstream"))
+        .count();
+    assert_eq!(through_proxy, 1, "the agent's one call, recorded by the proxy");
 }
 
 #[test]
