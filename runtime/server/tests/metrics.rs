@@ -219,3 +219,28 @@ async fn metrics_need_the_token_when_the_store_has_one() {
     assert_eq!(scraped.value(refused_scrapes), 2.0);
     server.handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_counted_by_route_pattern_never_by_path() {
+    let server = TestServer::start().await;
+    for id in ["ro-a", "ro-b"] {
+        server.get(&format!("/v1/agl/rollouts/{id}")).await;
+    }
+    server.get("/no/such/page").await.error(404);
+    server.get("/v1/agl/no-such-route").await.error(404);
+    let scraped = scrape(&server.get("/metrics").await);
+    let by_route = |route: &str, status: &str| {
+        scraped.value(&format!(
+            "agl_http_requests_total{{method=\"GET\",route=\"{route}\",status=\"{status}\"}}"
+        ))
+    };
+    assert_eq!(by_route("/v1/agl/rollouts/{rollout_id}", "2xx"), 2.0);
+    assert_eq!(by_route("unmatched", "4xx"), 2.0);
+    let paths_as_labels: Vec<_> = scraped
+        .samples
+        .keys()
+        .filter(|series| series.contains("ro-a"))
+        .collect();
+    assert!(paths_as_labels.is_empty(), "{paths_as_labels:?}");
+    server.handle.shutdown().await;
+}
