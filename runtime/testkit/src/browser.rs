@@ -20,9 +20,10 @@
 //!
 //! `chromedriver` and `chromium` (Debian's `chromium-driver` and `chromium` packages; also
 //! `chromium-browser`, `google-chrome`) are looked for on `PATH`, or named by
-//! `AGL_TEST_CHROMEDRIVER` / `AGL_TEST_CHROMIUM`. When either is missing, [`Browser::start`]
-//! prints why and returns `None` (the test is skipped), except under `CI=true`, where it panics:
-//! CI (`.ci/run`) installs both, so there a missing browser is a failure, never a silent skip.
+//! `AGL_TEST_CHROMEDRIVER` / `AGL_TEST_CHROMIUM` (a name that is not a file fails the test). When
+//! either is missing, [`Browser::start`] prints why and returns `None` (the test is skipped),
+//! except under `CI=true`, where it panics: CI (`.ci/run`) installs both, so there a missing
+//! browser is a failure, never a silent skip.
 //!
 //! `chromedriver --port=0` picks its own port and says which; it runs in a process group of its
 //! own, killed with the browser it started when the [`Browser`] is dropped (a failed test
@@ -390,7 +391,12 @@ fn chromium_binary() -> Result<PathBuf, String> {
 
 fn named_or_on_path(var: &str, names: &[&str]) -> Option<PathBuf> {
     if let Some(named) = std::env::var_os(var) {
-        return Some(PathBuf::from(named)).filter(|path| path.is_file());
+        let named = PathBuf::from(named);
+        if !named.is_file() {
+            // Never a silent skip for a binary named on purpose.
+            panic!("{var} names {}, which is not a file", named.display());
+        }
+        return Some(named);
     }
     let path = std::env::var_os("PATH")?;
     names
