@@ -42,8 +42,9 @@ pub const CHROMEDRIVER_VAR: &str = "AGL_TEST_CHROMEDRIVER";
 /// `google-chrome` on `PATH`.
 pub const CHROMIUM_VAR: &str = "AGL_TEST_CHROMIUM";
 
-/// How long a wait ([`Browser::wait_for`], [`Browser::wait_for_text`]...) lasts before it fails.
-pub const WAIT: Duration = Duration::from_secs(20);
+/// How long a wait ([`Browser::wait_for`], [`Browser::wait_for_text`]...) lasts before it fails:
+/// generous, for a loaded 2-core CI machine; a passing test never waits it out.
+pub const WAIT: Duration = Duration::from_secs(30);
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(100);
 /// How long `chromedriver` may take to say it is listening.
