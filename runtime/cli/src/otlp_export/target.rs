@@ -15,6 +15,8 @@ const ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 const TRACES_ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 const PROTOCOL_VAR: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 const TRACES_PROTOCOL_VAR: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+const SDK_DISABLED_VAR: &str = "OTEL_SDK_DISABLED";
+const TRACES_EXPORTER_VAR: &str = "OTEL_TRACES_EXPORTER";
 
 /// The export flag of the commands that record spans: `run`, `dev` and `runner` (the agents' and
 /// the algorithm's), `store --llm-proxy` (the proxy's).
@@ -23,7 +25,8 @@ pub struct OtlpArgs {
     /// Also send every span the host records to this OpenTelemetry collector (OTLP/HTTP,
     /// protobuf), e.g. http://127.0.0.1:4318: to URL/v1/traces, or to URL itself when it ends in
     /// /v1/traces. Without it, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as is) or
-    /// $OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces) turn the export on; $OTEL_EXPORTER_OTLP_HEADERS,
+    /// $OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces) turn the export on, unless
+    /// $OTEL_SDK_DISABLED=true or $OTEL_TRACES_EXPORTER=none; $OTEL_EXPORTER_OTLP_HEADERS,
     /// _TIMEOUT, _PROTOCOL (http/protobuf or http/json) and $OTEL_BSP_* apply. Spans that cannot
     /// be sent are dropped and counted, never slowing a rollout; the count is reported at the end.
     /// (`store`: the LLM proxy's spans, with --llm-proxy.)
@@ -50,6 +53,9 @@ impl OtlpTarget {
             (None, None, Some(base)) => (base.trim().to_owned(), ENDPOINT_VAR, true),
             (None, None, None) => return Ok(None),
         };
+        if flag.is_none() && turned_off(&env) {
+            return Ok(None);
+        }
         if !is_http_url(&given) {
             return Err(InputError(format!(
                 "{source}: '{given}' is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:4318)"
@@ -70,6 +76,14 @@ impl OtlpTarget {
         };
         Ok(Some(Self { url, protocol }))
     }
+}
+
+/// Whether the standard variables turn the SDK's traces off (`OTEL_SDK_DISABLED=true`,
+/// `OTEL_TRACES_EXPORTER=none`): then an endpoint from the variables exports nothing; the flag
+/// still does.
+fn turned_off(env: &impl Fn(&str) -> Option<String>) -> bool {
+    let is = |name: &str, value: &str| env(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value));
+    is(SDK_DISABLED_VAR, "true") || is(TRACES_EXPORTER_VAR, "none")
 }
 
 /// A base endpoint with the traces path appended (kept when already there).
@@ -125,6 +139,19 @@ mod tests {
         assert_eq!(
             url(None, &[(TRACES_ENDPOINT_VAR, "http://c/ingest")]),
             "http://c/ingest"
+        );
+    }
+
+    #[test]
+    fn the_standard_off_switches_silence_the_variables_but_not_the_flag() {
+        for off in [(SDK_DISABLED_VAR, "true"), (TRACES_EXPORTER_VAR, "none")] {
+            let vars = [(ENDPOINT_VAR, "http://g"), off];
+            assert_eq!(resolve(None, &vars).expect("valid"), None, "{off:?}");
+            assert_eq!(url(Some("http://flag"), &vars), "http://flag/v1/traces", "{off:?}");
+        }
+        assert_eq!(
+            url(None, &[(ENDPOINT_VAR, "http://g"), (TRACES_EXPORTER_VAR, "otlp")]),
+            "http://g/v1/traces"
         );
     }
 
