@@ -1,21 +1,20 @@
 //! `--otlp-endpoint` and `OTEL_EXPORTER_OTLP_*`: the real `agl-host` runs the real math agent
-//! and sends its spans over OTLP/HTTP to a collector on another port, whose `/v1/traces` decodes
-//! them with our own OTLP ingest (agl-otlp: protobuf, attribution by `agentlightning.*` ids). The
-//! collector must end up with exactly the spans the run kept in its store: same trace and span
-//! ids, parents, names, rollouts and attempts; so must the spans of `store --llm-proxy`'s calls. A
-//! collector that is down costs no rollout and the drops are reported; a bad endpoint is one line
-//! and exit code 2.
-//!
-//! Why not a second `agl-host store` as the collector: a store takes spans only for rollouts it
-//! holds (as Agent-lightning 0.3.0's does), and the rollouts of a run live in the run's store; the
-//! collector here runs the same decoding and attribution as the store's `/v1/traces` and keeps
-//! what it decoded.
+//! and sends its spans over OTLP/HTTP to a collector on another port. One test's collector is a
+//! real `agl-host store` whose `/v1/traces` stores them: it serves the run's own SQLite file, for a
+//! store takes spans only for rollouts it holds (as Agent-lightning 0.3.0's does); it must take
+//! every span sent (`/metrics`), drop none, and serve each once. The other tests' collector decodes
+//! with the same OTLP ingest (agl-otlp: protobuf, attribution by `agentlightning.*` ids) and keeps
+//! what it decoded, so that it can check what arrived against the run's store span by span: the
+//! same trace and span ids, parents, names, rollouts and attempts, for runs of every strategy and
+//! for `store --llm-proxy`'s calls. A collector that is down costs no rollout and the drops are
+//! reported; a bad endpoint is one line and exit code 2.
 
 mod agents;
 mod support;
 
 use agents::{cache_dir, repo, scratch, text};
 use agl_store::{RolloutQuery, SpanQuery, StoreBackend};
+use agl_testkit::prometheus::Scrape;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -175,8 +174,14 @@ fn agl_host(args: &[OsString], env: &[(&str, &str)]) -> Output {
 /// `agl-host dev` of the math agent on its 8 validation tasks, kept in `dir/run.db`, results in
 /// `dir/results.json`, plus `extra`.
 fn dev_args(dir: &Path, extra: &[&str]) -> Vec<OsString> {
+    math_agent_args(&["dev"], dir, extra)
+}
+
+/// `agl-host COMMAND...` (`dev`, `run --algo baseline`) of the math agent as [`dev_args`] has it.
+fn math_agent_args(command: &[&str], dir: &Path, extra: &[&str]) -> Vec<OsString> {
     let math = repo().join("examples/math-agent");
-    let mut args: Vec<OsString> = vec!["dev".into(), "--agent".into(), math.clone().into()];
+    let mut args: Vec<OsString> = command.iter().map(OsString::from).collect();
+    args.extend(["--agent".into(), math.clone().into()]);
     for (flag, path) in [
         ("--train", math.join("data/val.jsonl")),
         ("--resources", math.join("initial-resources.json")),
@@ -265,6 +270,84 @@ fn an_apo_run_sends_the_collector_every_span_it_keeps_with_the_same_ids_names_an
         "{}",
         text(&run)
     );
+}
+
+/// Our own store as the collector: `agl-host store` on another port over the run's SQLite file,
+/// so that it holds the run's rollouts and attempts (committed before their spans leave) and its
+/// `/v1/traces` takes every span; a span the run stored first is skipped as a duplicate, and one
+/// the collector stored first is skipped by the run's own insert.
+#[test]
+fn a_store_on_another_port_over_the_runs_sqlite_file_takes_every_span_the_run_sends() {
+    let dir = scratch("otlp", "store");
+    let db = dir.join("run.db");
+    let collector = ServerProcess::agl_host_store(&["--db", &format!("sqlite:{}", db.display())]);
+    let args = math_agent_args(
+        &["run", "--algo", "baseline"],
+        &dir,
+        &["--otlp-endpoint", &collector.url],
+    );
+    // Batches leave every millisecond: the collector writes to the file while the run does.
+    let run = agl_host(&args, &[("OTEL_BSP_SCHEDULE_DELAY", "1")]);
+    assert!(run.status.success(), "{}\ncollector:\n{}", text(&run), collector.log());
+
+    let report = &results(&dir)["otlp_export"];
+    let sent = report["spans"].as_u64().expect("spans sent");
+    assert!(sent > 0, "{report}");
+    assert_eq!(report["exported"].as_u64(), Some(sent), "{report}");
+    assert_eq!(report["dropped"].as_u64(), Some(0), "{report}");
+    let line = format!("OTLP export: {sent} span(s) sent to {}/v1/traces", collector.url);
+    assert!(stderr(&run).contains(&line), "{line}\n{}", text(&run));
+
+    let get = |path: &str| -> String {
+        let response = reqwest::blocking::get(format!("{}{path}", collector.url)).expect("the collector answers");
+        assert!(response.status().is_success(), "{path}: {}", response.status());
+        response.text().expect("a body")
+    };
+    let metrics = Scrape::parse(&get("/metrics"));
+    assert_eq!(
+        metrics.value("agl_spans_received_total{api=\"otlp\"}"),
+        sent as f64,
+        "every span sent was taken: {}",
+        collector.log()
+    );
+    assert_eq!(metrics.value("agl_otlp_spans_dropped_total"), 0.0);
+
+    // What the collector serves: each span once (none stored twice, none missing), and for a
+    // rollout that called the LLM, the spans the run's store holds (read without the server).
+    let json = |path: &str| -> Value { serde_json::from_str(&get(path)).expect("JSON") };
+    let rollouts = json("/v1/agl/rollouts");
+    let mut served = BTreeSet::new();
+    let mut names_of_a_call = None;
+    for rollout in rollouts["items"].as_array().expect("rollouts") {
+        let id = rollout["rollout_id"].as_str().expect("a rollout id");
+        let spans = json(&format!("/v1/agl/spans?rollout_id={id}"));
+        let mut names: Vec<String> = Vec::new();
+        for span in spans["items"].as_array().expect("spans") {
+            let field = |name: &str| span[name].as_str().unwrap_or_default().to_owned();
+            assert!(
+                served.insert((id.to_owned(), field("attempt_id"), field("span_id"))),
+                "served twice: {span}"
+            );
+            names.push(field("name"));
+        }
+        if names_of_a_call.is_none() && names.iter().any(|n| n == "openai.chat.completion") {
+            names.sort();
+            names_of_a_call = Some((id.to_owned(), names));
+        }
+    }
+    assert_eq!(served.len() as u64, sent, "the collector serves each span sent once");
+    let (rollout, served_names) = names_of_a_call.expect("a rollout with an LLM call");
+    let mut recorded: Vec<String> = Collector::start()
+        .spans_kept_in(&db)
+        .into_iter()
+        .filter(|span| span.rollout_id == rollout)
+        .map(|span| span.name)
+        .collect();
+    recorded.sort();
+    assert_eq!(served_names, recorded, "rollout {rollout}");
+    for name in ["agentlightning.rollout", "agentlightning.annotation"] {
+        assert!(served_names.iter().any(|n| n == name), "{name} among {served_names:?}");
+    }
 }
 
 #[test]
