@@ -147,6 +147,21 @@ pub enum Command {
     ///   agl-host show --db postgres://agl@db-host/agl ro-01a2c7747706
     #[command(after_long_help = INSPECT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Show(ShowArgs),
+    /// Open a kept run in the web dashboard: serves the run's store with the dashboard at /.
+    ///
+    /// The dashboard (built into agl-host; no network needed) shows the run's summary and charts,
+    /// its rollouts (filters, sort by reward), one rollout's attempts, span tree, LLM calls as
+    /// chats, rewards and logs, the resources versions with a diff of their prompts, two versions
+    /// compared task by task, and the workers. RUN is a run id (as `agl-host runs` lists them; a
+    /// unique start of one will do) or a .db file; --db URL opens any store a run was kept in.
+    /// The URL is printed (on 127.0.0.1:4748 by default, or a free port when that one is taken);
+    /// serves until Ctrl-C. `agl-host store` serves the same dashboard at /, and `agl-host run
+    /// --dashboard` while the run goes. Examples:
+    ///
+    ///   agl-host dashboard run-20261124-210620-e352
+    ///   agl-host dashboard --db postgres://agl@db-host/agl --port 8080
+    #[command(after_long_help = DASHBOARD_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Dashboard(DashboardArgs),
     /// Export a run as training data: JSON lines of LLM-call triplets, chat transcripts or spans.
     ///
     /// From a kept run (--run RUN: its id as `agl-host runs` lists them, a unique start of one, or
@@ -174,6 +189,36 @@ pub enum Command {
     ///   agl-host export --store http://10.0.0.5:4747 --token secret --format spans --all-attempts
     #[command(after_long_help = EXPORT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Export(ExportArgs),
+}
+
+const DASHBOARD_EXIT_CODES: &str = "\
+Exit codes:
+  0    served until Ctrl-C or SIGTERM
+  1    the store could not be read, or the address could not be bound
+  2    an unknown run (or one named ambiguously), a missing file, a bad --db URL, a file that is
+       not a database";
+
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// The run: its id (or a unique start of it) under --dir, or a .db file.
+    #[arg(value_name = "RUN", required_unless_present = "db")]
+    pub run: Option<String>,
+    /// Open this store instead of a kept run's file: sqlite:PATH, postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Where run ids are looked up.
+    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    pub dir: PathBuf,
+    /// Address to bind (127.0.0.1: this machine only; another: use --token).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Port to serve on (the default falls back to a free port when taken; 0: any free port).
+    #[arg(long, default_value_t = crate::dashboard_cmd::DEFAULT_PORT)]
+    pub port: u16,
+    /// Require `Authorization: Bearer TOKEN` on the API (the page asks for it once, or takes it
+    /// from the printed URL's #token=...).
+    #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 const RUNS_EXIT_CODES: &str = "\
@@ -551,6 +596,11 @@ pub struct CommonArgs {
     pub llm_proxy: bool,
     #[command(flatten)]
     pub proxy: ProxyArgs,
+    /// Serve the run's store with the web dashboard on ADDR while the run goes (default
+    /// 127.0.0.1:4748, or a free port when that one is taken); the URL is printed. See
+    /// `agl-host dashboard --help` for what it shows.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:4748")]
+    pub dashboard: Option<std::net::SocketAddr>,
     /// The agent's sandbox, on top of its manifest (limits replace, grants add up).
     #[command(flatten)]
     pub sandbox: SandboxOptions,

@@ -8,6 +8,7 @@ mod builtin;
 mod c_folder;
 mod c_heap;
 mod components;
+mod dashboard_cmd;
 mod export_cmd;
 mod export_lines;
 mod fleet;
@@ -73,6 +74,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Build(args) => build_cmd::run(&args),
         Command::Runs(args) => runs_cmd::run(args).await,
         Command::Show(args) => show_cmd::run(args).await,
+        Command::Dashboard(args) => dashboard_cmd::run(args).await,
         Command::Export(args) => export_cmd::run(args).await,
     }
 }

@@ -64,6 +64,14 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         )
         .into());
     }
+    if remote && common.dashboard.is_some() {
+        return Err(crate::inputs::InputError(
+            "--dashboard serves the store this run keeps; with --store, open the remote store's own URL in a \
+             browser (`agl-host store` serves the dashboard at /)"
+                .into(),
+        )
+        .into());
+    }
     // $AGL_DB is the default store of runs that keep their own (not of --store runs).
     let db = match (&common.db, remote) {
         (Some(text), _) => Some(text.parse::<agl_store_db::DbUrl>()?),
@@ -173,6 +181,15 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
             });
             (kept.store.clone(), Some(kept))
         }
+    };
+    // The web dashboard on its own address: the run's store, as kept, with the page at /.
+    let dashboard = match (common.dashboard, &kept) {
+        (Some(addr), Some(kept)) => {
+            let handle = crate::dashboard_cmd::serve_run(kept.store.clone(), addr).await?;
+            stderr_line(&format!("dashboard at {}", crate::dashboard_cmd::url(&handle, None)));
+            Some(handle)
+        }
+        _ => None,
     };
     let shutdown = Shutdown::new();
     let (first, second) = (progress.clone(), progress.clone());
@@ -318,6 +335,16 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     }
     if let Some(kept) = kept.as_ref().filter(|k| k.place().is_some()) {
         output::print(&format!("  run {} kept: agl-host show {}\n", kept.run_id, kept.run_id));
+    }
+    // Served until the run record says how the run ended.
+    if let Some(dashboard) = dashboard {
+        if let Some(kept) = kept.as_ref().filter(|k| k.place().is_some()) {
+            output::print(&format!(
+                "  dashboard stopped; again: agl-host dashboard {}\n",
+                kept.run_id
+            ));
+        }
+        dashboard.shutdown().await;
     }
     let exit = match results.status {
         "completed" if results.every_rollout_failed() => ExitCode::from(EXIT_ALL_FAILED),

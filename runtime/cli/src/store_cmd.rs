@@ -5,7 +5,7 @@ use crate::args::StoreArgs;
 use crate::inputs::InputError;
 use crate::otlp_export::{self, OtlpExport};
 use crate::output::stderr_line;
-use agl_server::{ServerOptions, serve, serve_with};
+use agl_server::ServerOptions;
 use agl_store::{LightningStore, StoreOptions};
 use anyhow::Context;
 use std::process::ExitCode;
@@ -48,6 +48,8 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
             options.host
         ));
     }
+    // Without --dashboard-dir, agl-host's own dashboard is served at /.
+    let embedded_dashboard = options.site.is_none();
     let mut interrupts = crate::signals::Interrupts::register()?;
     let backend = agl_store_db::open(&db, StoreOptions::default())?;
     let store: Arc<dyn LightningStore> = backend.clone();
@@ -61,11 +63,15 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         config.span_export = otlp.as_ref().map(OtlpExport::span_export);
         agl_proxy::Proxy::new(store.clone(), config)
     });
-    let handle = match &proxy {
-        Some(proxy) => serve_with(store, options, proxy.router()).await,
-        None => serve(store, options).await,
+    let handle = crate::dashboard_cmd::serve(backend.clone(), options, proxy.as_ref(), false)
+        .await
+        .context("starting the store server")?;
+    if embedded_dashboard {
+        stderr_line(&format!(
+            "agl-host store: dashboard at {}",
+            crate::dashboard_cmd::url(&handle, None)
+        ));
     }
-    .context("starting the store server")?;
     if let Some(proxy) = &proxy {
         stderr_line(&format!(
             "agl-host store: LLM proxy at {url}/v1, per attempt {url}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 (-> {})",

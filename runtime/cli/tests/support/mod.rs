@@ -85,10 +85,27 @@ impl ServerProcess {
     }
 
     fn store_with_env(binary: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args(["store", "--port", "0"])
             .args(args)
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        Self::spawn_printing(command, LISTENING)
+    }
+
+    /// `agl-host ARGS` (this package's binary), a server that prints `prefix URL` on stderr (e.g.
+    /// `agl-host dashboard RUN --port 0`); returns once it did.
+    pub fn agl_host_printing(args: &[&str], prefix: &str) -> ServerProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agl-host"));
+        command.args(args);
+        Self::spawn_printing(command, prefix)
+    }
+
+    /// Starts `command` and reads its stderr until the line `prefix URL`.
+    fn spawn_printing(mut command: Command, prefix: &str) -> ServerProcess {
+        let binary = command.get_program().to_owned();
+        let binary = Path::new(&binary);
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -102,12 +119,13 @@ impl ServerProcess {
             url: String::new(),
             log: Arc::clone(&log),
         };
-        match read_url(stderr, log) {
+        match read_url(stderr, log, prefix) {
             Some(url) => server.url = url,
             None => {
                 let status = server.child.wait().expect("wait for agl-host");
                 panic!(
-                    "agl-host store exited ({status}) before printing its URL:\n{}",
+                    "{} exited ({status}) before printing its URL:\n{}",
+                    binary.display(),
                     server.log()
                 );
             }
@@ -220,9 +238,10 @@ impl Drop for ServerProcess {
     }
 }
 
-/// Reads stderr until the "listening on URL" line, then keeps draining it into `log` on a thread
-/// (so the server never blocks on a full pipe). None when stderr ends first.
-fn read_url(stderr: ChildStderr, log: Arc<Mutex<String>>) -> Option<String> {
+/// Reads stderr until the line `prefix URL` ("agl-host store: listening on URL"...), then keeps
+/// draining it into `log` on a thread (so the process never blocks on a full pipe). None when
+/// stderr ends first.
+pub fn read_url(stderr: ChildStderr, log: Arc<Mutex<String>>, prefix: &str) -> Option<String> {
     let mut reader = BufReader::new(stderr);
     let mut line = String::new();
     loop {
@@ -233,7 +252,7 @@ fn read_url(stderr: ChildStderr, log: Arc<Mutex<String>>) -> Option<String> {
         if let Ok(mut log) = log.lock() {
             log.push_str(&line);
         }
-        if let Some(rest) = line.trim().strip_prefix(LISTENING) {
+        if let Some(rest) = line.trim().strip_prefix(prefix) {
             let url = rest.split_whitespace().next()?.to_string();
             thread::spawn(move || {
                 let mut rest = String::new();

@@ -46,8 +46,10 @@ function content(rows, filters) {
     filters[name], (value) => setParams({ ...filters, [name]: value })));
   const shown = filterAndSort(rows, filters);
   const flagged = rows.filter((r) => r.outcome?.no_triplet_reason).length;
+  const unfinished = rows.filter((r) => !isFinished(r.rollout)).length;
   return [
-    h("h1", {}, "Rollouts ", h("span", { class: "muted" }, `${shown.length} of ${rows.length}`)),
+    h("h1", {}, "Rollouts ", h("span", { class: "muted" }, `${shown.length} of ${rows.length}`),
+      h("span", { class: "muted", "data-unfinished": unfinished }, unfinished ? ` · ${unfinished} unfinished` : "")),
     h("div", { class: "filters" },
       choice("status", distinct((r) => r.rollout.status)),
       choice("mode", distinct((r) => r.rollout.mode ?? "-")),

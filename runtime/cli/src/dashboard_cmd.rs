@@ -1,0 +1,148 @@
+//! The web dashboard (`agl_dashboard`'s embedded files) served with a store: `agl-host dashboard
+//! RUN` for a kept run, and what `agl-host store` and `agl-host run --dashboard` use to serve it
+//! beside their store — the site, agl-host's own read-only routes (`agl_server::host_routes`),
+//! the port to fall back on, and the URL to print (with the token in its fragment).
+
+use crate::args::DashboardArgs;
+use crate::inputs::InputError;
+use crate::output::stderr_line;
+use crate::{kept, show_cmd};
+use agl_server::{ServerHandle, ServerOptions, Site};
+use agl_store::{LightningStore, StoreBackend};
+use agl_store_db::DbUrl;
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Where the dashboard is served unless told otherwise (the store's 4747, plus one); when it is
+/// taken, any free port.
+pub const DEFAULT_PORT: u16 = 4748;
+
+/// The dashboard built into the binary.
+pub fn embedded_site() -> Site {
+    Site::Embedded(agl_dashboard::FILES)
+}
+
+/// The address to open: the server's, with `#token=...` when the store needs one (the page takes
+/// it from there, so the token is never sent in a request line or a Referer).
+pub fn url(handle: &ServerHandle, token: Option<&str>) -> String {
+    match token {
+        Some(token) => format!("{}/#token={}", handle.url(), fragment_encoded(token)),
+        None => format!("{}/", handle.url()),
+    }
+}
+
+/// `text` percent-encoded for a URL fragment (what JavaScript's `decodeURIComponent` reads back).
+fn fragment_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => char::from(b).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+/// Serves `backend` over HTTP with the dashboard at `/` (the options' own site, else the
+/// embedded one), agl-host's routes the dashboard reads (`agl_server::host_routes`: the run
+/// record, rollout outcomes) and the LLM proxy's when given. When `fallback_to_free_port` and
+/// the port is taken, any free port is used instead.
+pub async fn serve(
+    backend: Arc<dyn StoreBackend>,
+    mut options: ServerOptions,
+    proxy: Option<&agl_proxy::Proxy>,
+    fallback_to_free_port: bool,
+) -> anyhow::Result<ServerHandle> {
+    options.site.get_or_insert_with(embedded_site);
+    let store: Arc<dyn LightningStore> = backend.clone();
+    let routes = match proxy {
+        Some(proxy) => agl_server::host_routes(backend).merge(proxy.router()),
+        None => agl_server::host_routes(backend),
+    };
+    match agl_server::serve_with(store.clone(), options.clone(), routes.clone()).await {
+        Ok(handle) => Ok(handle),
+        Err(agl_server::ServerError::Bind { source, .. })
+            if fallback_to_free_port && source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            options.port = 0;
+            agl_server::serve_with(store, options, routes)
+                .await
+                .context("starting the server")
+        }
+        Err(error) => Err(error).context("starting the server"),
+    }
+}
+
+/// `agl-host run --dashboard [ADDR]`: the run's store and the dashboard on `addr` (the default
+/// address falls back to a free port when taken).
+pub async fn serve_run(backend: Arc<dyn StoreBackend>, addr: SocketAddr) -> anyhow::Result<ServerHandle> {
+    let options = ServerOptions {
+        host: addr.ip(),
+        port: addr.port(),
+        ..ServerOptions::default()
+    };
+    serve(backend, options, None, addr.port() == DEFAULT_PORT).await
+}
+
+/// `agl-host dashboard`: opens the kept run (or the store --db names), serves it with the
+/// dashboard, prints the URL, and serves until Ctrl-C or SIGTERM.
+pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
+    let place = match (&args.db, &args.run) {
+        (Some(db), _) => match db.parse::<DbUrl>()? {
+            DbUrl::Memory => {
+                return Err(InputError(
+                    "--db memory is a new, empty store: name the store a run was kept in (sqlite:PATH, postgres://...)"
+                        .into(),
+                )
+                .into());
+            }
+            url => url,
+        },
+        (None, Some(run)) => DbUrl::Sqlite(show_cmd::find_run(run, &args.dir)?.0),
+        (None, None) => {
+            return Err(InputError("give RUN (a run id or a .db file), or --db URL".into()).into());
+        }
+    };
+    let backend = kept::open_existing(&place)?;
+    let record = backend
+        .run_record()
+        .await
+        .with_context(|| format!("reading the run record of {}", kept::place(&place)))?;
+    let mut interrupts = crate::signals::Interrupts::register()?;
+    if !args.host.is_loopback() && args.token.is_none() {
+        stderr_line(&format!(
+            "warning: serving on {} without --token: anyone who can reach it can read and change the run",
+            args.host
+        ));
+    }
+    let options = ServerOptions {
+        host: args.host,
+        port: args.port,
+        token: args.token.clone(),
+        ..ServerOptions::default()
+    };
+    let handle = serve(backend, options, None, args.port == DEFAULT_PORT).await?;
+    let what = record.map_or_else(
+        || "a store with no run record".to_owned(),
+        |r| format!("run {}", r.run_id),
+    );
+    stderr_line(&format!(
+        "agl-host dashboard: listening on {} ({what} from {}; Ctrl-C to stop)",
+        url(&handle, args.token.as_deref()),
+        kept::place(&place)
+    ));
+    interrupts.wait().await;
+    handle.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_percent_encoded_into_the_fragment() {
+        assert_eq!(fragment_encoded("s3cret-_.~"), "s3cret-_.~");
+        assert_eq!(fragment_encoded("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    }
+}

@@ -1,0 +1,447 @@
+//! The web dashboard against a real run: one APO run of the math agent (scripted LLM) kept in
+//! SQLite, served by `agl-host dashboard RUN`. Over plain HTTP: the embedded files with their
+//! types, the SPA fallback, agl-host's own routes (run record, outcomes, LLM calls), the token.
+//! In headless Chromium (agl-testkit's harness; skipped without it except under CI=true): each
+//! view shows the run's rows and values, a click opens a rollout's span tree, the diff shows the
+//! changed prompt line; screenshots under target/browser-screenshots/dashboard_*/. And
+//! `agl-host run --dashboard` serves the run while it goes, the rollouts view updating live.
+
+mod agents;
+mod support;
+
+use agents::{agl_host, apo_args, read_results, repo, scratch, text};
+use agl_testkit::browser::Browser;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use support::ServerProcess;
+
+const LISTENING: &str = "agl-host dashboard: listening on ";
+
+/// The kept APO run every test reads: its database and its results.
+struct KeptRun {
+    db: PathBuf,
+    results: Value,
+}
+
+fn kept_run() -> &'static KeptRun {
+    static RUN: OnceLock<KeptRun> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = scratch("agl-dashboard", "apo");
+        let (db, out) = (dir.join("apo.db"), dir.join("results.json"));
+        let mut args = apo_args(&repo().join("examples/math-agent"), &out);
+        args.extend(["--db".into(), format!("sqlite:{}", db.display()).into()]);
+        let output = agl_host(&args);
+        assert!(output.status.success(), "{}", text(&output));
+        KeptRun {
+            db,
+            results: read_results(&out),
+        }
+    })
+}
+
+fn serve(extra: &[&str]) -> ServerProcess {
+    let db = kept_run().db.display().to_string();
+    let mut args = vec!["dashboard", db.as_str(), "--port", "0"];
+    args.extend_from_slice(extra);
+    ServerProcess::agl_host_printing(&args, LISTENING)
+}
+
+/// The server's root, without the trailing `/`.
+fn base(server: &ServerProcess) -> &str {
+    server.url.trim_end_matches('/')
+}
+
+fn get(url: &str, token: Option<&str>) -> reqwest::blocking::Response {
+    let client = reqwest::blocking::Client::new();
+    let request = client.get(url);
+    let request = match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    };
+    request.send().expect("the dashboard answers")
+}
+
+fn content_type(response: &reqwest::blocking::Response) -> String {
+    response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn the_embedded_files_are_served_with_their_types_and_every_page_falls_back_to_index_html() {
+    let server = serve(&[]);
+    let base = base(&server);
+    let index = get(&format!("{base}/"), None);
+    assert_eq!(index.status(), 200);
+    assert_eq!(content_type(&index), "text/html; charset=utf-8");
+    let html = index.text().expect("index.html");
+    assert!(html.contains(r#"src="js/app.js""#), "{html}");
+    for (path, kind) in [
+        ("js/app.js", "text/javascript; charset=utf-8"),
+        ("js/views/rollout.js", "text/javascript; charset=utf-8"),
+        ("style.css", "text/css; charset=utf-8"),
+        ("favicon.svg", "image/svg+xml"),
+    ] {
+        let response = get(&format!("{base}/{path}"), None);
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(content_type(&response), kind, "{path}");
+        let body = response.bytes().expect("body");
+        assert_eq!(
+            Some(&body[..]),
+            agl_dashboard::file(path),
+            "{path} is the embedded file"
+        );
+    }
+    let deep = get(&format!("{base}/rollouts/ro-1"), None);
+    assert_eq!(deep.status(), 200);
+    assert_eq!(deep.text().expect("index.html"), html);
+    let unknown_api = get(&format!("{base}/v1/agl-host/nothing"), None);
+    assert_eq!(unknown_api.status(), 404, "an unknown API path stays a JSON 404");
+}
+
+#[test]
+fn the_run_record_outcomes_and_llm_calls_are_read_from_the_kept_run() {
+    let run = kept_run();
+    let server = serve(&[]);
+    let record: Value = get(&format!("{}/v1/agl-host/run", base(&server)), None)
+        .json()
+        .expect("JSON");
+    assert_eq!(record["run_id"], run.results["run_id"]);
+    assert_eq!(record["status"], "completed");
+    assert_eq!(record["algorithm"], "apo");
+
+    let page: Value = get(&format!("{}/v1/agl-host/outcomes?limit=-1", base(&server)), None)
+        .json()
+        .expect("JSON");
+    let outcomes = page["items"].as_array().expect("items");
+    let tasks = run.results["total"]["rollouts"].as_u64().expect("rollouts");
+    // The tasks, and the algorithm's own rollout (its LLM calls).
+    assert_eq!(outcomes.len() as u64, tasks + 1);
+    let rewarded: Vec<&Value> = outcomes.iter().filter(|o| o["final_reward"].is_number()).collect();
+    assert_eq!(rewarded.len() as u64, tasks, "every task has its reward");
+    let reward_sum: f64 = rewarded.iter().filter_map(|o| o["final_reward"].as_f64()).sum();
+    let mean = run.results["total"]["mean_reward"].as_f64().expect("mean");
+    assert!(
+        (reward_sum / tasks as f64 - mean).abs() < 1e-9,
+        "{reward_sum} / {tasks} vs {mean}"
+    );
+    let one = rewarded[0];
+    assert_eq!(
+        (one["llm_spans"].as_u64(), one["triplets"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(one["input_tokens"].as_u64() > Some(0), "{one}");
+    assert!(one["no_triplet_reason"].is_null(), "{one}");
+
+    let calls: Value = get(
+        &format!(
+            "{}/v1/agl-host/rollouts/{}/attempts/{}/llm-calls",
+            base(&server),
+            one["rollout_id"].as_str().expect("id"),
+            one["attempt_id"].as_str().expect("id")
+        ),
+        None,
+    )
+    .json()
+    .expect("JSON");
+    let calls = calls.as_array().expect("a list");
+    assert_eq!(calls.len(), 1);
+    let prompt = calls[0]["prompt"][0]["content"].as_str().expect("prompt text");
+    assert!(prompt.contains("Problem:"), "{prompt}");
+    assert_eq!(calls[0]["reward"], one["final_reward"]);
+}
+
+#[test]
+fn with_a_token_the_api_needs_it_the_page_does_not_and_the_printed_url_carries_it() {
+    let server = serve(&["--token", "s3 cret"]);
+    let (base, fragment) = server.url.split_once("/#").expect("a fragment");
+    assert_eq!(fragment, "token=s3%20cret");
+    assert_eq!(get(&format!("{base}/v1/agl-host/run"), None).status(), 401);
+    assert_eq!(get(&format!("{base}/v1/agl-host/run"), Some("s3 cret")).status(), 200);
+    assert_eq!(get(&format!("{base}/v1/agl/rollouts"), Some("s3 cret")).status(), 200);
+    assert_eq!(
+        get(&format!("{base}/"), None).status(),
+        200,
+        "the page itself needs no token"
+    );
+}
+
+#[test]
+fn an_unknown_run_is_one_line_and_exit_code_2() {
+    let dir = scratch("agl-dashboard", "empty");
+    let output = agl_host(["dashboard", "run-nope", "--dir", &dir.display().to_string()]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no kept run run-nope"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_view_shows_the_runs_data_in_a_browser() {
+    let Some(browser) = Browser::start("dashboard_views").await else {
+        return;
+    };
+    let run = tokio::task::spawn_blocking(kept_run).await.expect("the run");
+    let server = tokio::task::spawn_blocking(|| serve(&[])).await.expect("served");
+    let base = base(&server).to_owned();
+    let results = &run.results;
+    let fixed = |key: &str| format!("{:.4}", results["splits"][key]["mean_reward"].as_f64().expect("mean"));
+
+    // The run: status, agent, rollouts, mean reward per split, best score; both charts.
+    browser.open(&format!("{base}/#/")).await;
+    browser.wait_for_text_in("[data-view=run] h1", "completed").await;
+    assert!(
+        browser
+            .text("h1")
+            .await
+            .contains(results["run_id"].as_str().expect("id"))
+    );
+    let tasks = results["total"]["rollouts"].as_u64().expect("rollouts");
+    assert_eq!(browser.text("[data-card=rollouts] .value").await, tasks.to_string());
+    assert_eq!(browser.text("[data-card=mean-val] .value").await, fixed("val"));
+    assert_eq!(browser.text("[data-card=mean-train] .value").await, fixed("train"));
+    let best = format!("{:.4}", results["best"]["score"].as_f64().expect("best"));
+    assert_eq!(browser.text("[data-card=best] .value").await, best);
+    browser.wait_for("svg[data-chart=line] circle").await;
+    browser.wait_for("svg[data-chart=bars] rect").await;
+    browser.screenshot("run").await;
+
+    // Rollouts: every one, then the val split only, lowest reward first.
+    browser.open(&format!("{base}/#/rollouts")).await;
+    browser.wait_for("[data-table=rollouts] tbody tr").await;
+    assert!(
+        browser
+            .text("[data-view=rollouts] h1")
+            .await
+            .contains(&format!("{0} of {0}", tasks + 1))
+    );
+    browser
+        .open(&format!("{base}/#/rollouts?mode=val&sort=reward-asc"))
+        .await;
+    let val = results["splits"]["val"]["rollouts"].as_u64().expect("val rollouts");
+    browser
+        .wait_for_text_in("[data-view=rollouts] h1", &format!("{val} of {}", tasks + 1))
+        .await;
+    assert_eq!(
+        browser.text("[data-table=rollouts] tbody tr td[data-reward]").await,
+        "0.0000"
+    );
+    browser.screenshot("rollouts").await;
+
+    // One rollout, opened by a click: attempts, span tree, the LLM call as a chat, logs.
+    browser.click("[data-table=rollouts] tbody tr").await;
+    browser.wait_for("[data-view=rollout] [data-table=spans]").await;
+    assert!(browser.text("[data-view=rollout] h1").await.starts_with("ro-"));
+    browser.wait_for("[data-span='openai.chat.completion']").await;
+    browser.wait_for("[data-span='agentlightning.annotation']").await;
+    browser.wait_for_text_in("[data-table=attempts]", "succeeded").await;
+    browser.wait_for_text_in("[data-llm-call] .msg.user", "Problem:").await;
+    browser.wait_for_text_in("[data-table=logs]", "extracted answer").await;
+    browser.click("[data-span='openai.chat.completion']").await;
+    browser
+        .wait_for_text_in("[data-span-detail]", "gen_ai.usage.input_tokens")
+        .await;
+    browser.screenshot("rollout").await;
+
+    // Resources: the seed's prompt against the best one, the added line marked.
+    browser.open(&format!("{base}/#/resources")).await;
+    browser.wait_for("[data-diff=prompt] .line.added").await;
+    assert_eq!(
+        browser.text("[data-diff=prompt] .line.added").await,
+        "Give the final answer as a number on the last line."
+    );
+    let best_id = results["best"]["resources_id"].as_str().expect("best id");
+    browser
+        .wait_for_text_in(&format!("[data-resources='{best_id}']"), "best")
+        .await;
+    browser.screenshot("resources").await;
+
+    // Compare: the seed's version against the best on val, tasks that flipped.
+    browser.open(&format!("{base}/#/compare")).await;
+    browser.wait_for("[data-table=tasks] tbody tr").await;
+    assert_eq!(browser.text("[data-side=B] .value").await, "1.0000");
+    browser.wait_for("[data-table=tasks] tr[data-flipped=up]").await;
+    browser.screenshot("compare").await;
+
+    // Workers: the run's runner, idle once the run ended.
+    browser.open(&format!("{base}/#/workers")).await;
+    browser.wait_for_text_in("[data-table=workers] tbody tr", "idle").await;
+    browser.screenshot("workers").await;
+    browser.quit().await;
+}
+
+/// The math agent's scripted LLM behind an HTTP server that answers each call after `delay`, so
+/// that a run lasts long enough to be looked at while it goes.
+struct SlowLlm {
+    runtime: tokio::runtime::Runtime,
+    server: Option<agl_llm::ServerHandle>,
+}
+
+impl SlowLlm {
+    fn serve(delay: std::time::Duration) -> SlowLlm {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let rules = agl_llm::ScriptedBackend::from_file(repo().join("examples/math-agent/rules.json")).expect("rules");
+        let server = runtime
+            .block_on(agl_llm::serve_with_faults(
+                std::sync::Arc::new(rules),
+                "127.0.0.1:0".parse().expect("address"),
+                agl_llm::Faults::default().with_delay(delay),
+            ))
+            .expect("the LLM serves");
+        SlowLlm {
+            runtime,
+            server: Some(server),
+        }
+    }
+}
+
+impl Drop for SlowLlm {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.runtime.block_on(server.shutdown());
+        }
+    }
+}
+
+#[test]
+fn run_dashboard_serves_the_run_while_it_goes_and_the_rollouts_update_live() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // The browser first (it takes a while to start), then the run.
+    let Some(browser) = runtime.block_on(Browser::start("dashboard_live")) else {
+        return;
+    };
+    // Three tasks, one runner, each LLM call answered after two seconds: the run lasts six.
+    let llm = SlowLlm::serve(std::time::Duration::from_secs(2));
+    let llm_url = llm.server.as_ref().map(|s| s.base_url()).expect("served");
+    let dir = scratch("agl-dashboard", "live");
+    let math = repo().join("examples/math-agent");
+    let train = dir.join("train.jsonl");
+    let tasks: Vec<String> = std::fs::read_to_string(math.join("data/val.jsonl"))
+        .expect("val tasks")
+        .lines()
+        .take(3)
+        .map(str::to_owned)
+        .collect();
+    std::fs::write(&train, tasks.join("\n") + "\n").expect("tasks");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env("AGL_CACHE_DIR", agents::cache_dir())
+        .args([
+            "run",
+            "--algo",
+            "baseline",
+            "--no-progress",
+            "--dashboard",
+            "127.0.0.1:0",
+        ])
+        .arg("--agent")
+        .arg(&math)
+        .arg("--train")
+        .arg(&train)
+        .arg("--resources")
+        .arg(math.join("initial-resources.json"))
+        .args(["--llm-endpoint", &llm_url, "--llm-model", "m"])
+        .arg("--db")
+        .arg(format!("sqlite:{}", dir.join("live.db").display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agl-host runs");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let stderr = child.stderr.take().expect("stderr");
+    let url = support::read_url(stderr, log.clone(), "dashboard at ");
+    let Some(url) = url else {
+        let _ = child.kill();
+        panic!(
+            "no dashboard URL printed:\n{}",
+            log.lock().map(|l| l.clone()).unwrap_or_default()
+        );
+    };
+    // Served while the run goes: its record says so, and the page is there.
+    let record: Value = get(&format!("{url}v1/agl-host/run"), None).json().expect("JSON");
+    assert_eq!(record["status"], "running", "{record}");
+    assert_eq!(get(&url, None).status(), 200);
+
+    runtime.block_on(async {
+        browser.open(&format!("{url}#/rollouts")).await;
+        browser.wait_for("[data-table=rollouts] tbody tr").await;
+        // Opened while rollouts were unfinished, the view polls: they finish on the page as it
+        // stands, without a reload (the run may end, and its dashboard with it, before the last).
+        let shown = browser.text("[data-unfinished]").await;
+        let unfinished = shown.split_whitespace().find_map(|word| word.parse::<usize>().ok());
+        let Some(unfinished) = unfinished else {
+            panic!("opened after the run's rollouts ended: {shown:?}");
+        };
+        browser.wait_for("#live:not([hidden])").await;
+        let fewer = format!("[data-unfinished]:not([data-unfinished='{unfinished}'])");
+        browser.wait_for(&fewer).await;
+        assert!(browser.text("[data-view=rollouts] h1").await.contains("3 of 3"));
+        browser.screenshot("rollouts_live").await;
+        browser.quit().await;
+    });
+
+    let status = child.wait().expect("the run ends");
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("stdout");
+    assert!(status.success(), "{status}\n{stdout}");
+    assert!(
+        stdout.contains("dashboard stopped; again: agl-host dashboard run-"),
+        "{stdout}"
+    );
+    drop(llm);
+}
+
+#[test]
+fn run_dashboard_is_refused_with_a_remote_store() {
+    let output = agl_host([
+        "run",
+        "--store",
+        "http://127.0.0.1:9",
+        "--algo",
+        "baseline",
+        "--train",
+        &repo().join("examples/math-agent/data/val.jsonl").display().to_string(),
+        "--dashboard",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--dashboard serves the store this run keeps"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn agl_host_store_serves_the_dashboard_at_its_root_by_default() {
+    let server = ServerProcess::agl_host_store(&[]);
+    let index = get(&format!("{}/", server.url), None);
+    assert_eq!(content_type(&index), "text/html; charset=utf-8");
+    assert_eq!(
+        Some(index.bytes().expect("body").as_ref()),
+        agl_dashboard::file("index.html")
+    );
+    assert!(server.log().contains("agl-host store: dashboard at http://"), "{}", server.log());
+    // A store that keeps no run: no record, no outcome.
+    let record: Value = get(&format!("{}/v1/agl-host/run", server.url), None).json().expect("JSON");
+    assert!(record.is_null(), "{record}");
+    let page: Value = get(&format!("{}/v1/agl-host/outcomes", server.url), None).json().expect("JSON");
+    assert_eq!(page["total"], 0);
+}
