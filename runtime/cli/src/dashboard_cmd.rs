@@ -76,6 +76,11 @@ pub async fn serve(
 /// `agl-host run --dashboard [ADDR]`: the run's store and the dashboard on `addr` (the default
 /// address falls back to a free port when taken).
 pub async fn serve_run(backend: Arc<dyn StoreBackend>, addr: SocketAddr) -> anyhow::Result<ServerHandle> {
+    if !addr.ip().is_loopback() {
+        stderr_line(&format!(
+            "warning: --dashboard on {addr}: anyone who can reach it can read and change the run (it has no token)"
+        ));
+    }
     let options = ServerOptions {
         host: addr.ip(),
         port: addr.port(),

@@ -438,10 +438,18 @@ fn agl_host_store_serves_the_dashboard_at_its_root_by_default() {
         Some(index.bytes().expect("body").as_ref()),
         agl_dashboard::file("index.html")
     );
-    assert!(server.log().contains("agl-host store: dashboard at http://"), "{}", server.log());
+    assert!(
+        server.log().contains("agl-host store: dashboard at http://"),
+        "{}",
+        server.log()
+    );
     // A store that keeps no run: no record, no outcome.
-    let record: Value = get(&format!("{}/v1/agl-host/run", server.url), None).json().expect("JSON");
+    let record: Value = get(&format!("{}/v1/agl-host/run", server.url), None)
+        .json()
+        .expect("JSON");
     assert!(record.is_null(), "{record}");
-    let page: Value = get(&format!("{}/v1/agl-host/outcomes", server.url), None).json().expect("JSON");
+    let page: Value = get(&format!("{}/v1/agl-host/outcomes", server.url), None)
+        .json()
+        .expect("JSON");
     assert_eq!(page["total"], 0);
 }

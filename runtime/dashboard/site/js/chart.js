@@ -2,7 +2,7 @@
 // reward per resources version and mode). Values are rewards: the y axis is fitted to them.
 
 const NS = "http://www.w3.org/2000/svg";
-const [W, H, PAD_L, PAD_B, PAD_T, PAD_R] = [720, 240, 44, 34, 12, 12];
+const [W, H, PAD_L, PAD_B, PAD_T, PAD_R] = [720, 250, 44, 34, 26, 12];
 
 function el(tag, attrs = {}, text) {
   const node = document.createElementNS(NS, tag);
@@ -51,12 +51,12 @@ export function lineChart(points, line, xLabel, lineLabel) {
   return svg;
 }
 
-/** A legend in the top right corner: `[[class, label]]`. */
+/** A legend in the top margin, left to right: `[[class, label]]`. */
 function legend(svg, entries) {
   entries.forEach(([cls, label], i) => {
-    const top = PAD_T + 4 + i * 16;
-    svg.append(el("rect", { class: cls, x: W - PAD_R - 120, y: top, width: 10, height: 10 }));
-    svg.append(el("text", { x: W - PAD_R - 104, y: top + 9 }, label));
+    const left = PAD_L + i * 140;
+    svg.append(el("rect", { class: cls, x: left, y: 6, width: 10, height: 10 }));
+    svg.append(el("text", { x: left + 16, y: 15 }, label));
   });
 }
 

@@ -37,7 +37,7 @@ export async function render(context) {
       h("tbody", {}, result.tasks.map((t) => h("tr", { "data-flipped": t.flipped ?? "" },
         h("td", { class: "mono", title: JSON.stringify(t.input) }, oneLine(t.input, 80)),
         h("td", { class: "num" }, score(t.a)), h("td", { class: "num" }, score(t.b)),
-        h("td", { class: `num ${t.delta > 0 ? "up" : t.delta < 0 ? "down" : ""}` }, t.delta === 0 ? "0" : t.delta.toFixed(4)),
+        h("td", { class: `num ${t.delta > 0 ? "up" : t.delta < 0 ? "down" : ""}` }, t.delta === 0 ? "0" : `${t.delta > 0 ? "+" : ""}${t.delta.toFixed(4)}`),
         h("td", {}, t.flipped === "up" ? h("span", { class: "up" }, "flipped ↑") : t.flipped === "down" ? h("span", { class: "down" }, "flipped ↓") : "")))),
     ) : h("p", { class: "muted" }, "No task was run under both versions (in this split)."),
   );
