@@ -453,3 +453,25 @@ fn agl_host_store_serves_the_dashboard_at_its_root_by_default() {
         .expect("JSON");
     assert_eq!(page["total"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_takes_the_token_from_the_printed_url() {
+    let Some(browser) = Browser::start("dashboard_token").await else {
+        return;
+    };
+    let server = tokio::task::spawn_blocking(|| serve(&["--token", "s3 cret"]))
+        .await
+        .expect("served");
+    assert!(server.url.ends_with("/#token=s3%20cret"), "{}", server.url);
+    browser.open(&server.url).await;
+    browser.wait_for_text_in("[data-view=run] h1", "completed").await;
+    // The token left the address bar; the tab keeps it for the next views.
+    browser
+        .open(&format!(
+            "{}#/workers",
+            server.url.split('#').next().unwrap_or_default()
+        ))
+        .await;
+    browser.wait_for_text_in("[data-table=workers]", "idle").await;
+    browser.quit().await;
+}
