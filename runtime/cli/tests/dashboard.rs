@@ -475,3 +475,134 @@ async fn the_page_takes_the_token_from_the_printed_url() {
     browser.wait_for_text_in("[data-table=workers]", "idle").await;
     browser.quit().await;
 }
+
+/// A span of `attempt` as the 0.3.0 API takes it.
+fn span(rollout: &str, attempt: &str, id: &str, name: &str, status: &str, attributes: Value) -> Value {
+    serde_json::json!({
+        "rollout_id": rollout, "attempt_id": attempt, "sequence_id": 1,
+        "trace_id": "ab".repeat(16), "span_id": id, "parent_id": null, "name": name,
+        "status": {"status_code": status, "description": null}, "attributes": attributes,
+        "events": [], "links": [], "start_time": 1.0, "end_time": 2.0,
+        "context": null, "parent": null, "resource": {"attributes": {}, "schema_url": ""},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollouts_that_yield_no_triplet_are_flagged_with_the_reason() {
+    let server = tokio::task::spawn_blocking(|| ServerProcess::agl_host_store(&[]))
+        .await
+        .expect("served");
+    let url = server.url.clone();
+    // Three ended attempts, written through the 0.3.0 API as any runner would: one with no LLM
+    // span, one whose only LLM call failed, one with a good call.
+    let ids = tokio::task::spawn_blocking(move || {
+        let client = reqwest::blocking::Client::new();
+        let cases = [
+            (
+                "no-llm",
+                vec![(
+                    "s1",
+                    "agentlightning.annotation",
+                    "OK",
+                    serde_json::json!({"agentlightning.reward.0.value": 1.0}),
+                )],
+            ),
+            (
+                "llm-failed",
+                vec![(
+                    "s1",
+                    "openai.chat.completion",
+                    "ERROR",
+                    serde_json::json!({"gen_ai.request.model": "m"}),
+                )],
+            ),
+            (
+                "llm-ok",
+                vec![(
+                    "s1",
+                    "openai.chat.completion",
+                    "OK",
+                    serde_json::json!({
+                        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+                        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "hello",
+                    }),
+                )],
+            ),
+        ];
+        let mut ids = Vec::new();
+        for (task, spans) in cases {
+            let started: Value = client
+                .post(format!("{url}/v1/agl/rollouts"))
+                .json(&serde_json::json!({"input": {"task": task}}))
+                .send()
+                .and_then(|r| r.error_for_status())
+                .and_then(|r| r.json())
+                .expect("rollout started");
+            let rollout = started["rollout_id"].as_str().expect("rollout id").to_owned();
+            let attempt = started["attempt"]["attempt_id"]
+                .as_str()
+                .expect("attempt id")
+                .to_owned();
+            for (id, name, status, attributes) in spans {
+                client
+                    .post(format!("{url}/v1/agl/spans"))
+                    .json(&span(&rollout, &attempt, id, name, status, attributes))
+                    .send()
+                    .and_then(|r| r.error_for_status())
+                    .expect("span added");
+            }
+            client
+                .post(format!("{url}/v1/agl/rollouts/{rollout}/attempts/{attempt}"))
+                .json(&serde_json::json!({"status": "succeeded"}))
+                .send()
+                .and_then(|r| r.error_for_status())
+                .expect("attempt ended");
+            ids.push(rollout);
+        }
+        let page: Value = client
+            .get(format!("{url}/v1/agl-host/outcomes?limit=-1"))
+            .send()
+            .and_then(|r| r.json())
+            .expect("outcomes");
+        (ids, page)
+    })
+    .await
+    .expect("written");
+    let (ids, page) = ids;
+    let reason = |id: &str| {
+        page["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|o| o["rollout_id"] == id))
+            .map(|o| o["no_triplet_reason"].clone())
+            .expect("an outcome")
+    };
+    assert!(
+        reason(&ids[0]).as_str().is_some_and(|r| r.starts_with("no LLM span")),
+        "{page}"
+    );
+    assert!(
+        reason(&ids[1])
+            .as_str()
+            .is_some_and(|r| r.starts_with("every LLM call failed")),
+        "{page}"
+    );
+    assert!(reason(&ids[2]).is_null(), "{page}");
+
+    // In the rollouts view: the two flagged, the filter keeps only them.
+    let Some(browser) = Browser::start("dashboard_flags").await else {
+        return;
+    };
+    browser.open(&format!("{}/#/rollouts?flagged=1", server.url)).await;
+    browser.wait_for_text_in("[data-view=rollouts] h1", "2 of 3").await;
+    browser
+        .wait_for_text_in(&format!("tr[data-rollout='{}'] [data-flag]", ids[0]), "no LLM span")
+        .await;
+    browser
+        .wait_for_text_in(
+            &format!("tr[data-rollout='{}'] [data-flag]", ids[1]),
+            "every LLM call failed",
+        )
+        .await;
+    browser.screenshot("flagged").await;
+    browser.quit().await;
+}
