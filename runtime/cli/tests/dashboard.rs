@@ -606,3 +606,14 @@ async fn rollouts_that_yield_no_triplet_are_flagged_with_the_reason() {
     browser.screenshot("flagged").await;
     browser.quit().await;
 }
+
+#[test]
+fn the_default_port_taken_a_free_one_is_used() {
+    // Held here (or by someone else: taken either way).
+    let _held = std::net::TcpListener::bind(("127.0.0.1", 4748));
+    let db = kept_run().db.display().to_string();
+    let server = ServerProcess::agl_host_printing(&["dashboard", db.as_str()], LISTENING);
+    assert!(server.url.starts_with("http://127.0.0.1:"), "{}", server.url);
+    assert!(!server.url.starts_with("http://127.0.0.1:4748/"), "{}", server.url);
+    assert_eq!(get(&format!("{}v1/agl-host/run", server.url), None).status(), 200);
+}

@@ -5,10 +5,12 @@ import { loadRun, isAlgorithmRollout, isFinished } from "../run-data.js";
 import { h, score, duration, time, status, oneLine, select } from "../dom.js";
 import { setParams } from "../router.js";
 
+/** Rows drawn at once unless all are asked for (a big run's table stays quick to redraw). */
+const SHOWN_AT_MOST = 500;
 const SORTS = [["start", "start time"], ["reward-desc", "reward, highest first"], ["reward-asc", "reward, lowest first"]];
 
 export async function render(context) {
-  const filters = { status: "", mode: "", version: "", flagged: "", sort: "start", ...context.params };
+  const filters = { status: "", mode: "", version: "", flagged: "", sort: "start", all: "", ...context.params };
   const root = h("section", { "data-view": "rollouts" });
   const paint = async () => {
     const data = await loadRun();
@@ -61,8 +63,11 @@ function content(rows, filters) {
     h("table", { "data-table": "rollouts" },
       h("thead", {}, h("tr", {}, ["rollout", "status", "mode", "resources", "input", "attempts", "reward", "LLM calls", "tokens", "duration", "started", ""]
         .map((t) => h("th", { class: ["reward", "LLM calls", "tokens", "attempts"].includes(t) ? "num" : null }, t)))),
-      h("tbody", {}, shown.map(row)),
+      h("tbody", {}, (filters.all ? shown : shown.slice(0, SHOWN_AT_MOST)).map(row)),
     ),
+    !filters.all && shown.length > SHOWN_AT_MOST ? h("p", { class: "muted" },
+      `The first ${SHOWN_AT_MOST} of ${shown.length} are shown: narrow them with the filters, or `,
+      h("a", { href: "#", onclick: (e) => { e.preventDefault(); setParams({ ...filters, all: "1" }); } }, "show them all"), ".") : null,
   ];
 }
 
