@@ -59,18 +59,16 @@ pub async fn serve(
         Some(proxy) => agl_server::host_routes(backend).merge(proxy.router()),
         None => agl_server::host_routes(backend),
     };
-    match agl_server::serve_with(store.clone(), options.clone(), routes.clone()).await {
-        Ok(handle) => Ok(handle),
+    let handle = match agl_server::serve_with(store.clone(), options.clone(), routes.clone()).await {
         Err(agl_server::ServerError::Bind { source, .. })
             if fallback_to_free_port && source.kind() == std::io::ErrorKind::AddrInUse =>
         {
             options.port = 0;
-            agl_server::serve_with(store, options, routes)
-                .await
-                .context("starting the server")
+            agl_server::serve_with(store, options, routes).await?
         }
-        Err(error) => Err(error).context("starting the server"),
-    }
+        served => served?,
+    };
+    Ok(handle)
 }
 
 /// `agl-host run --dashboard [ADDR]`: the run's store and the dashboard on `addr` (the default
@@ -86,7 +84,9 @@ pub async fn serve_run(backend: Arc<dyn StoreBackend>, addr: SocketAddr) -> anyh
         port: addr.port(),
         ..ServerOptions::default()
     };
-    serve(backend, options, None, addr.port() == DEFAULT_PORT).await
+    serve(backend, options, None, addr.port() == DEFAULT_PORT)
+        .await
+        .context("starting the dashboard")
 }
 
 /// `agl-host dashboard`: opens the kept run (or the store --db names), serves it with the
@@ -126,7 +126,9 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
         token: args.token.clone(),
         ..ServerOptions::default()
     };
-    let handle = serve(backend, options, None, args.port == DEFAULT_PORT).await?;
+    let handle = serve(backend, options, None, args.port == DEFAULT_PORT)
+        .await
+        .context("starting the dashboard")?;
     let what = record.map_or_else(
         || "a store with no run record".to_owned(),
         |r| format!("run {}", r.run_id),
