@@ -266,6 +266,24 @@ async fn each_view_shows_the_runs_data_in_a_browser() {
     assert_eq!(browser.text("[data-side=B] .value").await, "1.0000");
     browser.wait_for("[data-table=tasks] tr[data-flipped=up]").await;
     browser.screenshot("compare").await;
+    // Every split: all of v0's finished task rollouts on side A (not the algorithm's own).
+    let rollouts_url = format!("{base}/v1/agl/rollouts?limit=-1");
+    let rollouts: Value = tokio::task::spawn_blocking(move || get(&rollouts_url, None).json().expect("JSON"))
+        .await
+        .expect("rollouts");
+    let under_v0 = rollouts["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|r| r["resources_id"] == "v0" && r["status"] == "succeeded")
+        .filter(|r| r["metadata"]["agl.kind"] != "algorithm")
+        .count();
+    browser
+        .open(&format!("{base}/#/compare?a=v0&b={best_id}&mode=all"))
+        .await;
+    browser
+        .wait_for_text_in("[data-side=A]", &format!("{under_v0} rollouts"))
+        .await;
 
     // Workers: the run's runner, idle once the run ended.
     browser.open(&format!("{base}/#/workers")).await;

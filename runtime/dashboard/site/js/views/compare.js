@@ -14,9 +14,11 @@ export async function render(context) {
   const best = run.record?.results?.best?.resources_id;
   const { a, b } = pickVersions(ids, run.rows, best, context.params);
   const modes = [...new Set(run.rows.map((r) => r.rollout.mode).filter(Boolean))].sort();
-  const mode = context.params.mode ?? (modes.includes("val") ? "val" : "");
+  // `mode=all` in the address: every split (an absent one means the default, val).
+  const split = context.params.mode ?? (modes.includes("val") ? "val" : "all");
+  const mode = split === "all" ? "" : split;
   const result = compareVersions(taskRows(run.rows), a, b, mode);
-  const params = { a, b, mode };
+  const params = { a, b, mode: split };
   const flips = result.tasks.filter((t) => t.flipped);
   const sideCard = (label, id, side) => h("div", { class: "card", "data-side": label },
     h("div", { class: "label mono" }, `${label}: ${id}`),
@@ -27,7 +29,7 @@ export async function render(context) {
     h("div", { class: "filters" },
       h("label", {}, "A ", select("a", ids.map((id) => [id, id]), a, (v) => setParams({ ...params, a: v }))),
       h("label", {}, "B ", select("b", ids.map((id) => [id, id]), b, (v) => setParams({ ...params, b: v }))),
-      h("label", {}, "split ", select("mode", [["", "all"], ...modes.map((m) => [m, m])], mode, (v) => setParams({ ...params, mode: v })))),
+      h("label", {}, "split ", select("mode", [["all", "all"], ...modes.map((m) => [m, m])], split, (v) => setParams({ ...params, mode: v })))),
     h("div", { class: "cards" }, sideCard("A", a, result.a), sideCard("B", b, result.b),
       h("div", { class: "card", "data-card": "flips" }, h("div", { class: "label" }, `flipped (pass ≥ ${PASS})`),
         h("div", { class: "value" }, `${flips.filter((t) => t.flipped === "up").length} ↑ ${flips.filter((t) => t.flipped === "down").length} ↓`))),
