@@ -1,17 +1,31 @@
 // One rollout: its attempts (status, reason, duration, worker), and for the chosen attempt
 // (the latest by default) its span tree as a waterfall, each LLM call as a chat (messages,
 // answer, tool calls, tokens, latency), its rewards and its log lines. A span clicked shows all
-// it recorded.
+// it recorded. While the rollout is unfinished, the view is redrawn as its spans arrive.
 
 import { all, get, optional } from "../api.js";
 import { h, score, duration, time, status, oneLine } from "../dom.js";
+import { isFinished } from "../run-data.js";
 import { setParams } from "../router.js";
 import { flatten, timeline, kind, summary, failureOf, logsOf, rewardsOf } from "../span-tree.js";
 
 export async function render(context) {
+  const root = h("section", { "data-view": "rollout" });
+  const paint = async () => {
+    const { rollout, content } = await load(context);
+    root.replaceChildren(...content);
+    return rollout;
+  };
+  const rollout = await paint();
+  if (rollout && !isFinished(rollout)) context.live(paint);
+  return root;
+}
+
+/** The rollout (or `null` when unknown) and what the view shows of it. */
+async function load(context) {
   const id = context.id;
   const rollout = await get(`/v1/agl/rollouts/${encodeURIComponent(id)}`);
-  if (!rollout) return h("p", { class: "error" }, `No rollout ${id} in this store.`);
+  if (!rollout) return { rollout, content: [h("p", { class: "error" }, `No rollout ${id} in this store.`)] };
   const [attempts, spans] = await Promise.all([
     all(`/v1/agl/rollouts/${encodeURIComponent(id)}/attempts`),
     all("/v1/agl/spans", { rollout_id: id }),
@@ -24,13 +38,13 @@ export async function render(context) {
   ]) : [null, null];
   const outcome = outcomes?.items?.find((o) => o.attempt_id === chosen?.attempt_id) ?? null;
   const attemptSpans = chosen ? spansOf(chosen) : [];
-  return h("section", { "data-view": "rollout" },
+  return { rollout, content: [
     h("h1", {}, h("span", { class: "mono" }, rollout.rollout_id), " ", status(rollout.status)),
     h("p", { class: "muted" }, `mode ${rollout.mode ?? "-"} · resources ${rollout.resources_id ?? "-"} · started ${time(rollout.start_time)}`),
     h("h2", {}, "Input"), h("pre", { class: "detail" }, JSON.stringify(rollout.input, null, 2)),
     h("h2", {}, "Attempts"), attemptsTable(attempts, chosen, spansOf),
     chosen ? attemptDetail(chosen, attemptSpans, calls ?? [], outcome) : h("p", { class: "muted" }, "No attempt yet."),
-  );
+  ] };
 }
 
 function attemptsTable(attempts, chosen, spansOf) {
