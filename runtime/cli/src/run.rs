@@ -334,16 +334,15 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         ));
     }
     if let Some(kept) = kept.as_ref().filter(|k| k.place().is_some()) {
-        output::print(&format!("  run {} kept: agl-host show {}\n", kept.run_id, kept.run_id));
+        output::print(&format!(
+            "  run {id} kept: agl-host show {id} (or in a browser: agl-host dashboard {id})\n",
+            id = kept.run_id
+        ));
     }
-    // Served until the run record says how the run ended.
+    // Served until the run record says how the run ended (a kept run opens again with
+    // `agl-host dashboard RUN`, as the line above says).
     if let Some(dashboard) = dashboard {
-        if let Some(kept) = kept.as_ref().filter(|k| k.place().is_some()) {
-            output::print(&format!(
-                "  dashboard stopped; again: agl-host dashboard {}\n",
-                kept.run_id
-            ));
-        }
+        output::print("  dashboard stopped: the run has ended\n");
         dashboard.shutdown().await;
     }
     let exit = match results.status {

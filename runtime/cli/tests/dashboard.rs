@@ -420,10 +420,8 @@ fn run_dashboard_serves_the_run_while_it_goes_and_the_rollouts_update_live() {
         .read_to_string(&mut stdout)
         .expect("stdout");
     assert!(status.success(), "{status}\n{stdout}");
-    assert!(
-        stdout.contains("dashboard stopped; again: agl-host dashboard run-"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("(or in a browser: agl-host dashboard run-"), "{stdout}");
+    assert!(stdout.contains("dashboard stopped: the run has ended"), "{stdout}");
     drop(llm);
 }
 
