@@ -408,10 +408,14 @@ fn run_dashboard_serves_the_run_while_it_goes_and_the_rollouts_update_live() {
         browser.wait_for(&fewer).await;
         assert!(browser.text("[data-view=rollouts] h1").await.contains("3 of 3"));
         browser.screenshot("rollouts_live").await;
-        browser.quit().await;
     });
 
     let status = child.wait().expect("the run ends");
+    // The run over, its dashboard is gone: the page says it is no longer updating.
+    runtime.block_on(async {
+        browser.wait_for_text_in("#live", "not updating").await;
+        browser.quit().await;
+    });
     let mut stdout = String::new();
     child
         .stdout

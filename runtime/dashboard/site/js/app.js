@@ -19,7 +19,10 @@ let timers = [];
 async function show() {
   for (const timer of timers) clearInterval(timer);
   timers = [];
-  document.getElementById("live").hidden = true;
+  const indicator = document.getElementById("live");
+  indicator.hidden = true;
+  indicator.textContent = "live";
+  indicator.classList.remove("offline");
   const route = parseRoute(location.hash);
   const view = VIEWS[route.view];
   const main = document.getElementById("main");
@@ -40,7 +43,18 @@ async function show() {
       timers.push(setInterval(async () => {
         if (busy) return;
         busy = true;
-        try { await refresh(); } catch (error) { console.error(error); } finally { busy = false; }
+        const indicator = document.getElementById("live");
+        try {
+          await refresh();
+          indicator.textContent = "live";
+          indicator.classList.remove("offline");
+        } catch (error) {
+          // The server went away (a run's dashboard stops with the run) or refused: say so, keep trying.
+          indicator.textContent = `not updating: ${error.message}`;
+          indicator.classList.add("offline");
+        } finally {
+          busy = false;
+        }
       }, POLL_MS));
     },
   };
