@@ -4,12 +4,10 @@
 //! the port to fall back on, and the URL to print (with the token in its fragment).
 
 use crate::args::DashboardArgs;
-use crate::inputs::InputError;
+use crate::kept;
 use crate::output::stderr_line;
-use crate::{kept, show_cmd};
 use agl_server::{ServerHandle, ServerOptions, Site};
 use agl_store::{LightningStore, StoreBackend};
-use agl_store_db::DbUrl;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -92,27 +90,12 @@ pub async fn serve_run(backend: Arc<dyn StoreBackend>, addr: SocketAddr) -> anyh
 /// `agl-host dashboard`: opens the kept run (or the store --db names), serves it with the
 /// dashboard, prints the URL, and serves until Ctrl-C or SIGTERM.
 pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
-    let place = match (&args.db, &args.run) {
-        (Some(db), _) => match db.parse::<DbUrl>()? {
-            DbUrl::Memory => {
-                return Err(InputError(
-                    "--db memory is a new, empty store: name the store a run was kept in (sqlite:PATH, postgres://...)"
-                        .into(),
-                )
-                .into());
-            }
-            url => url,
-        },
-        (None, Some(run)) => DbUrl::Sqlite(show_cmd::find_run(run, &args.dir)?.0),
-        (None, None) => {
-            return Err(InputError("give RUN (a run id or a .db file), or --db URL".into()).into());
-        }
-    };
-    let backend = kept::open_existing(&place)?;
-    let record = backend
-        .run_record()
-        .await
-        .with_context(|| format!("reading the run record of {}", kept::place(&place)))?;
+    let (db, _) = kept::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
+    let kept::OpenedKept {
+        store: backend,
+        record,
+        place,
+    } = kept::open_kept(&db).await?;
     let mut interrupts = crate::signals::Interrupts::register()?;
     if !args.host.is_loopback() && args.token.is_none() {
         stderr_line(&format!(
@@ -136,7 +119,7 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     stderr_line(&format!(
         "agl-host dashboard: listening on {} ({what} from {}; Ctrl-C to stop)",
         url(&handle, args.token.as_deref()),
-        kept::place(&place)
+        place
     ));
     interrupts.wait().await;
     handle.shutdown().await;

@@ -11,7 +11,6 @@ use crate::show_cmd::{self, PAGE};
 use crate::whole_file::WholeFile;
 use crate::{kept, remote};
 use agl_store::{Attempt, AttemptQuery, LightningStore, RolloutQuery, RolloutStatus, RolloutView, SortOrder};
-use agl_store_db::DbUrl;
 use anyhow::Context;
 use std::io::{self, Write};
 use std::path::Path;
@@ -126,34 +125,16 @@ fn sink_failed(out: &Option<std::path::PathBuf>, error: &io::Error) -> anyhow::R
 /// Opens the one source the arguments name (clap has checked there is exactly one).
 async fn open(args: &ExportArgs) -> anyhow::Result<Source> {
     let source = &args.source;
-    let url = match (&source.run, &source.db, &source.store) {
-        (Some(run), _, _) => DbUrl::Sqlite(show_cmd::find_run(run, &args.dir)?.0),
-        (None, Some(db), _) => match db.parse::<DbUrl>()? {
-            DbUrl::Memory => {
-                return Err(InputError(
-                    "--db memory is a new, empty store: name the store a run was kept in (sqlite:PATH, postgres://...)"
-                        .into(),
-                )
-                .into());
-            }
-            url => url,
-        },
-        (None, None, Some(url)) => {
-            let client = remote::connect(url, args.token.clone()).await?;
-            return Ok(Source {
-                store: Arc::new(client),
-                run_id: None,
-                place: url.clone(),
-            });
-        }
-        (None, None, None) => return Err(InputError("give --run RUN, --db URL or --store URL".into()).into()),
-    };
-    let place = kept::place(&url);
-    let store = kept::open_existing(&url)?;
-    let record = store
-        .run_record()
-        .await
-        .with_context(|| format!("reading the run record of {place}"))?;
+    if let Some(url) = &source.store {
+        let client = remote::connect(url, args.token.clone()).await?;
+        return Ok(Source {
+            store: Arc::new(client),
+            run_id: None,
+            place: url.clone(),
+        });
+    }
+    let (url, _) = kept::resolve(source.db.as_deref(), source.run.as_deref(), &args.dir)?;
+    let kept::OpenedKept { store, record, place } = kept::open_kept(&url).await?;
     Ok(Source {
         store,
         run_id: record.map(|record| record.run_id),

@@ -189,6 +189,84 @@ pub fn place(url: &DbUrl) -> String {
     }
 }
 
+/// The kept store a command reads: `db` (a store URL; never `memory`, which would be a new,
+/// empty store) or else `run` (see [`find_run`]). Returns its URL and, for a run, its name.
+pub fn resolve(db: Option<&str>, run: Option<&str>, dir: &Path) -> anyhow::Result<(DbUrl, Option<String>)> {
+    match (db, run) {
+        (Some(db), _) => match db.parse::<DbUrl>()? {
+            DbUrl::Memory => Err(InputError(
+                "--db memory is a new, empty store: name the store a run was kept in (sqlite:PATH, postgres://...)"
+                    .into(),
+            )
+            .into()),
+            url => Ok((url, None)),
+        },
+        (None, Some(run)) => {
+            let (path, name) = find_run(run, dir)?;
+            Ok((DbUrl::Sqlite(path), Some(name)))
+        }
+        (None, None) => Err(InputError("give RUN (a run id or a .db file), or --db URL".into()).into()),
+    }
+}
+
+/// The database of run `run`: a `.db` file, else `DIR/RUN.db`, else the one run of `dir` whose
+/// id starts with `run`. Returns its path and how to name it.
+pub fn find_run(run: &str, dir: &Path) -> Result<(PathBuf, String), InputError> {
+    let as_path = Path::new(run);
+    if as_path.is_file() {
+        return Ok((as_path.to_owned(), run.to_owned()));
+    }
+    if run.ends_with(".db") || run.contains(['/', '\\']) {
+        return Err(InputError(format!("{run}: no such file")));
+    }
+    let exact = dir.join(format!("{run}.db"));
+    if exact.is_file() {
+        return Ok((exact, run.to_owned()));
+    }
+    let files = run_files(dir).map_err(|e| InputError(format!("cannot list {}: {e}", dir.display())))?;
+    let matching: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .filter_map(|path| {
+            let stem = path.file_stem()?.to_string_lossy().into_owned();
+            stem.starts_with(run).then_some((path, stem))
+        })
+        .collect();
+    match matching.len() {
+        1 => Ok(matching.into_iter().next().unwrap_or_default()),
+        0 => Err(InputError(format!(
+            "no kept run {run} in {} (`agl-host runs` lists them; a .db file or --db URL opens another store)",
+            dir.display()
+        ))),
+        n => Err(InputError(format!(
+            "{run} could be any of {n} runs in {} ({}): give more of its id",
+            dir.display(),
+            matching
+                .iter()
+                .map(|(_, id)| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// A kept store opened to read, with its run record and how to name it.
+pub struct OpenedKept {
+    pub store: Arc<dyn StoreBackend>,
+    pub record: Option<RunRecord>,
+    pub place: String,
+}
+
+/// Opens the kept store at `url` (it must exist) and reads its run record.
+pub async fn open_kept(url: &DbUrl) -> anyhow::Result<OpenedKept> {
+    let place = place(url);
+    let store = open_existing(url)?;
+    let record = store
+        .run_record()
+        .await
+        .with_context(|| format!("reading the run record of {place}"))?;
+    Ok(OpenedKept { store, record, place })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,12 +14,10 @@ use agl_store::{
     Attempt, AttemptQuery, AttemptStatus, LightningStore, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span,
     SpanQuery, StoreBackend, semconv as c,
 };
-use agl_store_db::DbUrl;
 use anyhow::Context;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -53,20 +51,8 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
 
 /// Opens the store RUN or --db names; returns it and the rollout asked for, if any.
 async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
-    let (url, name) = match (&args.db, &args.run) {
-        (Some(db), _) => (db.parse::<DbUrl>()?, None),
-        (None, Some(run)) => {
-            let (path, name) = find_run(run, &args.dir)?;
-            (DbUrl::Sqlite(path), Some(name))
-        }
-        (None, None) => return Err(InputError("give RUN (a run id or a .db file), or --db URL".into()).into()),
-    };
-    let place = kept::place(&url);
-    let store = kept::open_existing(&url)?;
-    let record = store
-        .run_record()
-        .await
-        .with_context(|| format!("reading the run record of {place}"))?;
+    let (url, name) = kept::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
+    let kept::OpenedKept { store, record, place } = kept::open_kept(&url).await?;
     let mut rollout = args.rollout.clone();
     let name = match name {
         Some(name) => name,
@@ -97,46 +83,6 @@ async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
         },
         rollout,
     ))
-}
-
-/// The database of run `run`: a `.db` file, else `DIR/RUN.db`, else the one run of `dir` whose
-/// id starts with `run`. Returns its path and how to name it.
-pub(crate) fn find_run(run: &str, dir: &Path) -> Result<(PathBuf, String), InputError> {
-    let as_path = Path::new(run);
-    if as_path.is_file() {
-        return Ok((as_path.to_owned(), run.to_owned()));
-    }
-    if run.ends_with(".db") || run.contains(['/', '\\']) {
-        return Err(InputError(format!("{run}: no such file")));
-    }
-    let exact = dir.join(format!("{run}.db"));
-    if exact.is_file() {
-        return Ok((exact, run.to_owned()));
-    }
-    let files = kept::run_files(dir).map_err(|e| InputError(format!("cannot list {}: {e}", dir.display())))?;
-    let matching: Vec<(PathBuf, String)> = files
-        .into_iter()
-        .filter_map(|path| {
-            let stem = path.file_stem()?.to_string_lossy().into_owned();
-            stem.starts_with(run).then_some((path, stem))
-        })
-        .collect();
-    match matching.len() {
-        1 => Ok(matching.into_iter().next().unwrap_or_default()),
-        0 => Err(InputError(format!(
-            "no kept run {run} in {} (`agl-host runs` lists them; a .db file or --db URL opens another store)",
-            dir.display()
-        ))),
-        n => Err(InputError(format!(
-            "{run} could be any of {n} runs in {} ({}): give more of its id",
-            dir.display(),
-            matching
-                .iter()
-                .map(|(_, id)| id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
 }
 
 // ---- the run ------------------------------------------------------------------------------------
