@@ -147,7 +147,7 @@ pub enum Command {
     ///   agl-host show --db postgres://agl@db-host/agl ro-01a2c7747706
     #[command(after_long_help = INSPECT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Show(ShowArgs),
-    /// Open a kept run in the web dashboard: serves the run's store with the dashboard at /.
+    /// Open kept runs in the web dashboard: one run's store with the dashboard at /, or every run.
     ///
     /// The dashboard (built into agl-host; no network needed) shows the run's summary and charts,
     /// its rollouts (filters, sort by reward), one rollout's attempts, span tree, LLM calls as
@@ -156,9 +156,16 @@ pub enum Command {
     /// unique start of one will do) or a .db file; --db URL opens any store a run was kept in.
     /// The URL is printed (on 127.0.0.1:4748 by default, or a free port when that one is taken);
     /// serves until Ctrl-C. `agl-host store` serves the same dashboard at /, and `agl-host run
-    /// --dashboard` while the run goes. Examples:
+    /// --dashboard` while the run goes.
     ///
+    /// With no RUN and no --db: every run kept in --dir, listed on a Runs page (status, rollouts,
+    /// mean reward per split, best score); click one to open its views, or compare two runs side
+    /// by side (mean reward per split, per-task rewards and which tasks flipped, tokens, LLM
+    /// time). Each run is served under /runs/ID/ (ID: its file's name without .db). Examples:
+    ///
+    ///   agl-host dashboard
     ///   agl-host dashboard run-20261124-210620-e352
+    ///   agl-host dashboard --dir experiments/runs --port 8080
     ///   agl-host dashboard --db postgres://agl@db-host/agl --port 8080
     #[command(after_long_help = DASHBOARD_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Dashboard(DashboardArgs),
@@ -200,13 +207,14 @@ Exit codes:
 
 #[derive(Debug, Args)]
 pub struct DashboardArgs {
-    /// The run: its id (or a unique start of it) under --dir, or a .db file.
-    #[arg(value_name = "RUN", required_unless_present = "db")]
+    /// The run: its id (or a unique start of it) under --dir, or a .db file. None (and no --db):
+    /// every run kept in --dir.
+    #[arg(value_name = "RUN")]
     pub run: Option<String>,
     /// Open this store instead of a kept run's file: sqlite:PATH, postgres://USER@HOST/DB.
     #[arg(long, value_name = "URL")]
     pub db: Option<String>,
-    /// Where run ids are looked up.
+    /// Where run ids are looked up (and, with no RUN, the runs that are served).
     #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
     pub dir: PathBuf,
     /// Address to bind (127.0.0.1: this machine only; another: use --token).

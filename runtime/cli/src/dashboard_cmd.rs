@@ -47,16 +47,27 @@ fn fragment_encoded(text: &str) -> String {
 /// the port is taken, any free port is used instead.
 pub async fn serve(
     backend: Arc<dyn StoreBackend>,
-    mut options: ServerOptions,
+    options: ServerOptions,
     proxy: Option<&agl_proxy::Proxy>,
     fallback_to_free_port: bool,
 ) -> anyhow::Result<ServerHandle> {
-    options.site.get_or_insert_with(embedded_site);
-    let store: Arc<dyn LightningStore> = backend.clone();
     let routes = match proxy {
-        Some(proxy) => agl_server::host_routes(backend).merge(proxy.router()),
-        None => agl_server::host_routes(backend),
+        Some(proxy) => agl_server::host_routes(backend.clone()).merge(proxy.router()),
+        None => agl_server::host_routes(backend.clone()),
     };
+    serve_routes(backend, options, routes, fallback_to_free_port).await
+}
+
+/// Serves `backend` over HTTP with `routes` beside its store API and the dashboard at `/` (the
+/// options' own site, else the embedded one); the port falls back as [`serve`]'s does.
+pub async fn serve_routes(
+    backend: Arc<dyn StoreBackend>,
+    mut options: ServerOptions,
+    routes: axum::Router,
+    fallback_to_free_port: bool,
+) -> anyhow::Result<ServerHandle> {
+    options.site.get_or_insert_with(embedded_site);
+    let store: Arc<dyn LightningStore> = backend;
     let handle = match agl_server::serve_with(store.clone(), options.clone(), routes.clone()).await {
         Err(agl_server::ServerError::Bind { source, .. })
             if fallback_to_free_port && source.kind() == std::io::ErrorKind::AddrInUse =>
@@ -88,8 +99,12 @@ pub async fn serve_run(backend: Arc<dyn StoreBackend>, addr: SocketAddr) -> anyh
 }
 
 /// `agl-host dashboard`: opens the kept run (or the store --db names), serves it with the
-/// dashboard, prints the URL, and serves until Ctrl-C or SIGTERM.
+/// dashboard, prints the URL, and serves until Ctrl-C or SIGTERM; with neither, every kept run
+/// of --dir (`dashboard_runs`).
 pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
+    if args.run.is_none() && args.db.is_none() {
+        return crate::dashboard_runs::run(args).await;
+    }
     let (db, _) = kept::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
     let kept::OpenedKept {
         store: backend,
@@ -97,12 +112,7 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
         place,
     } = kept::open_kept(&db).await?;
     let mut interrupts = crate::signals::Interrupts::register()?;
-    if !args.host.is_loopback() && args.token.is_none() {
-        stderr_line(&format!(
-            "warning: serving on {} without --token: anyone who can reach it can read and change the run",
-            args.host
-        ));
-    }
+    warn_if_open(args.host, args.token.is_some());
     let options = ServerOptions {
         host: args.host,
         port: args.port,
@@ -124,6 +134,15 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     interrupts.wait().await;
     handle.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns when the dashboard is served beyond this machine with no token.
+pub fn warn_if_open(host: std::net::IpAddr, has_token: bool) {
+    if !host.is_loopback() && !has_token {
+        stderr_line(&format!(
+            "warning: serving on {host} without --token: anyone who can reach it can read and change the run"
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod c_folder;
 mod c_heap;
 mod components;
 mod dashboard_cmd;
+mod dashboard_runs;
 mod export_cmd;
 mod export_lines;
 mod fleet;

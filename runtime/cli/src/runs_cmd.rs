@@ -16,20 +16,39 @@ use std::time::UNIX_EPOCH;
 
 /// One file of the folder: its run record, or why it could not be read.
 #[derive(Serialize)]
-struct Listed {
-    file: String,
+pub struct Listed {
+    pub file: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    run: Option<RunRecord>,
+    pub run: Option<RunRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
+    pub error: Option<String>,
     /// When it started: newest first (files that cannot be read last, newest first).
     #[serde(skip)]
     when: f64,
 }
 
 pub async fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let files = kept::run_files(&args.dir)
+    let listed = list(&args.dir)
+        .await
         .map_err(|e| InputError(format!("cannot list the runs in {}: {e}", args.dir.display())))?;
+    if args.json {
+        print(&format!("{}\n", serde_json::to_string_pretty(&listed)?));
+    } else if listed.is_empty() {
+        print(&format!(
+            "no kept runs in {}: `agl-host run` and `agl-host dev` keep each run there (in .agl/runs/ of the \
+             folder they ran in) unless --db names another store\n",
+            args.dir.display()
+        ));
+    } else {
+        print(&render(&listed, table::terminal_width()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every `.db` file of `dir` with its run record (or why it has none), newest first, files that
+/// cannot be read last (`agl-host runs`, and the dashboard's list of runs).
+pub async fn list(dir: &Path) -> std::io::Result<Vec<Listed>> {
+    let files = kept::run_files(dir)?;
     let mut listed = Vec::with_capacity(files.len());
     for path in &files {
         listed.push(match read_record(path).await {
@@ -52,18 +71,7 @@ pub async fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             .then(b.when.total_cmp(&a.when))
             .then_with(|| b.file.cmp(&a.file))
     });
-    if args.json {
-        print(&format!("{}\n", serde_json::to_string_pretty(&listed)?));
-    } else if listed.is_empty() {
-        print(&format!(
-            "no kept runs in {}: `agl-host run` and `agl-host dev` keep each run there (in .agl/runs/ of the \
-             folder they ran in) unless --db names another store\n",
-            args.dir.display()
-        ));
-    } else {
-        print(&render(&listed, table::terminal_width()));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(listed)
 }
 
 /// The run record of the database `path`, or why there is none.
@@ -102,7 +110,7 @@ pub fn status_label(run: &RunRecord) -> &str {
 
 /// The agent as a short name: its file name without `.wasm` and the build hash the cache adds
 /// (`math_agent-058a92d78b82d5ff.wasm` -> `math_agent`).
-fn short_agent(agent: &str) -> &str {
+pub fn short_agent(agent: &str) -> &str {
     let name = agent.rsplit(['/', '\\']).next().unwrap_or(agent);
     let name = name.strip_suffix(".wasm").unwrap_or(name);
     match name.rsplit_once('-') {

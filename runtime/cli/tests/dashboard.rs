@@ -637,3 +637,237 @@ fn the_default_port_taken_a_free_one_is_used() {
     assert!(!server.url.starts_with("http://127.0.0.1:4748/"), "{}", server.url);
     assert_eq!(get(&format!("{}v1/agl-host/run", server.url), None).status(), 200);
 }
+
+/// Two baseline runs of the math agent's val tasks (APO's scripted LLM) kept in one folder:
+/// `seed.db` with APO's seed prompt, `better.db` with the prompt APO ends with (the final answer
+/// as a number on the last line), so that some tasks flip from failed to passed.
+struct TwoRuns {
+    dir: PathBuf,
+    seed: Value,
+    better: Value,
+}
+
+fn two_runs() -> &'static TwoRuns {
+    static RUNS: OnceLock<TwoRuns> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let dir = scratch("agl-dashboard", "two-runs");
+        let math = repo().join("examples/math-agent");
+        let seed_resources = math.join("apo/seed-resources.json");
+        let mut better: Value =
+            serde_json::from_str(&std::fs::read_to_string(&seed_resources).expect("seed resources")).expect("JSON");
+        better["prompt"]["template"] =
+            "Solve this problem.\nGive the final answer as a number on the last line.\nProblem: {question}".into();
+        let better_resources = dir.join("better-resources.json");
+        std::fs::write(&better_resources, better.to_string()).expect("resources written");
+        let runs = dir.join("runs");
+        let mut kept = Vec::new();
+        for (name, resources) in [("seed", &seed_resources), ("better", &better_resources)] {
+            let out = dir.join(format!("{name}.json"));
+            let mut args: Vec<std::ffi::OsString> = vec!["run".into(), "--algo".into(), "baseline".into()];
+            args = agents::with_files(
+                args,
+                &math,
+                &[
+                    ("--agent", "."),
+                    ("--train", "data/val.jsonl"),
+                    ("--llm-script", "apo/rules.json"),
+                ],
+            );
+            args.extend([
+                "--resources".into(),
+                resources.into(),
+                "--output".into(),
+                out.clone().into(),
+            ]);
+            args.extend([
+                "--db".into(),
+                format!("sqlite:{}", runs.join(format!("{name}.db")).display()).into(),
+            ]);
+            let output = agl_host(&args);
+            assert!(output.status.success(), "{}", text(&output));
+            kept.push(read_results(&out));
+        }
+        let better = kept.pop().expect("two runs");
+        let seed = kept.pop().expect("two runs");
+        TwoRuns {
+            dir: runs,
+            seed,
+            better,
+        }
+    })
+}
+
+/// `agl-host dashboard --dir` over the two runs' folder, with `extra` arguments.
+fn serve_runs(extra: &[&str]) -> ServerProcess {
+    let dir = two_runs().dir.display().to_string();
+    let mut args = vec!["dashboard", "--dir", dir.as_str(), "--port", "0"];
+    args.extend_from_slice(extra);
+    ServerProcess::agl_host_printing(&args, LISTENING)
+}
+
+#[test]
+fn with_no_run_every_kept_run_is_listed_and_served_under_its_own_prefix() {
+    let runs = two_runs();
+    let server = serve_runs(&[]);
+    let base = base(&server);
+    assert!(server.log().contains("(2 kept run(s) in "), "{}", server.log());
+    let listed: Value = get(&format!("{base}/v1/agl-host/runs"), None).json().expect("JSON");
+    let listed = listed.as_array().expect("a list");
+    let entry = |id: &str| {
+        listed
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap_or_else(|| panic!("{id} listed"))
+    };
+    assert_eq!(listed.len(), 2);
+    for (id, results) in [("seed", &runs.seed), ("better", &runs.better)] {
+        let run = &entry(id)["run"];
+        assert_eq!(run["run_id"], results["run_id"], "{id}");
+        assert_eq!(entry(id)["status"], "completed");
+        assert_eq!(entry(id)["agent_name"], "math_agent");
+        assert_eq!(run["results"]["total"]["mean_reward"], results["total"]["mean_reward"]);
+        // The run's own routes under its prefix: its record, its rollouts, its page.
+        let record: Value = get(&format!("{base}/runs/{id}/v1/agl-host/run"), None)
+            .json()
+            .expect("JSON");
+        assert_eq!(record["run_id"], results["run_id"], "{id}");
+        let rollouts: Value = get(&format!("{base}/runs/{id}/v1/agl/rollouts?limit=-1"), None)
+            .json()
+            .expect("JSON");
+        assert_eq!(rollouts["total"], results["total"]["rollouts"], "{id}");
+    }
+    assert!(
+        runs.seed["total"]["mean_reward"].as_f64() < runs.better["total"]["mean_reward"].as_f64(),
+        "the better prompt scores more: {} vs {}",
+        runs.seed["total"],
+        runs.better["total"]
+    );
+    let page = get(&format!("{base}/runs/seed/"), None);
+    assert_eq!(content_type(&page), "text/html; charset=utf-8");
+    assert_eq!(
+        Some(page.bytes().expect("body").as_ref()),
+        agl_dashboard::file("index.html")
+    );
+    let module = get(&format!("{base}/runs/seed/js/views/runs.js"), None);
+    assert_eq!(
+        Some(module.bytes().expect("body").as_ref()),
+        agl_dashboard::file("js/views/runs.js")
+    );
+    let unknown = get(&format!("{base}/runs/nope/v1/agl/rollouts"), None);
+    assert_eq!(unknown.status(), 404);
+    let detail: Value = unknown.json().expect("a JSON 404");
+    assert!(
+        detail["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("no kept run nope in ")),
+        "{detail}"
+    );
+    let unknown_api = get(&format!("{base}/runs/seed/v1/agl-host/nothing"), None);
+    assert_eq!(
+        unknown_api.status(),
+        404,
+        "an unknown API path under a run stays a JSON 404"
+    );
+    assert!(unknown_api.json::<Value>().is_ok());
+}
+
+#[test]
+fn every_kept_runs_api_needs_the_token_and_its_page_does_not() {
+    let server = serve_runs(&["--token", "s3cret"]);
+    let (base, fragment) = server.url.split_once("/#").expect("a fragment");
+    assert_eq!(fragment, "token=s3cret");
+    for path in ["/v1/agl-host/runs", "/runs/seed/v1/agl/rollouts", "/runs/seed/metrics"] {
+        assert_eq!(get(&format!("{base}{path}"), None).status(), 401, "{path}");
+        assert_eq!(get(&format!("{base}{path}"), Some("s3cret")).status(), 200, "{path}");
+    }
+    assert_eq!(get(&format!("{base}/runs/seed/"), None).status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runs_view_lists_both_runs_and_compare_runs_shows_the_flipped_tasks() {
+    let Some(browser) = Browser::start("dashboard_runs").await else {
+        return;
+    };
+    let runs = tokio::task::spawn_blocking(two_runs).await.expect("the runs");
+    let server = tokio::task::spawn_blocking(|| serve_runs(&[])).await.expect("served");
+    let base = base(&server).to_owned();
+    let fixed = |results: &Value| format!("{:.4}", results["total"]["mean_reward"].as_f64().expect("mean"));
+
+    // Runs: both, with their rollouts, mean reward and best score; the run views' links hidden.
+    browser.open(&format!("{base}/#/")).await;
+    browser.wait_for("[data-table=runs] tr[data-run=seed]").await;
+    browser.wait_for("[data-table=runs] tr[data-run=better]").await;
+    for (id, results) in [("seed", &runs.seed), ("better", &runs.better)] {
+        let cell = |name: &str| format!("tr[data-run={id}] [data-cell={name}]");
+        assert_eq!(browser.text(&cell("mean")).await, fixed(results), "{id}");
+        assert_eq!(browser.text(&cell("mean-train")).await, fixed(results), "{id}");
+        assert_eq!(
+            browser.text(&cell("rollouts")).await,
+            results["total"]["rollouts"].to_string(),
+            "{id}"
+        );
+        let best = format!("{:.4}", results["best"]["score"].as_f64().expect("best"));
+        assert_eq!(browser.text(&cell("best")).await, best, "{id}");
+        let run_id = results["run_id"].as_str().expect("run id");
+        browser.wait_for_text_in(&format!("tr[data-run={id}]"), run_id).await;
+    }
+    browser.wait_for("#nav a[data-view=rollouts][hidden]").await;
+    browser.screenshot("runs").await;
+
+    // A click opens the run's own views, under its prefix.
+    browser
+        .click("[data-table=runs] tr[data-run=seed] td[data-cell=rollouts]")
+        .await;
+    browser.wait_for_text_in("[data-view=run] h1", "completed").await;
+    assert!(
+        browser
+            .text("[data-view=run] h1")
+            .await
+            .contains(runs.seed["run_id"].as_str().expect("run id"))
+    );
+    assert_eq!(browser.path().await, "/runs/seed/");
+    assert_eq!(browser.text("[data-card=mean-train] .value").await, fixed(&runs.seed));
+    browser.wait_for("#nav a[data-view=runs]:not([hidden])").await;
+
+    // Compare runs: the tasks the seed prompt failed and the better one passed flipped up.
+    let outcomes_url = format!("{base}/runs/seed/v1/agl-host/outcomes?limit=-1");
+    let outcomes: Value = tokio::task::spawn_blocking(move || get(&outcomes_url, None).json().expect("JSON"))
+        .await
+        .expect("outcomes");
+    let failed_by_seed = outcomes["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|o| o["final_reward"].as_f64().is_some_and(|r| r < 0.5))
+        .count();
+    assert!(failed_by_seed > 0, "{outcomes}");
+    assert_eq!(
+        runs.better["total"]["mean_reward"].as_f64(),
+        Some(1.0),
+        "{}",
+        runs.better
+    );
+    browser.open(&format!("{base}/#/compare-runs?a=seed&b=better")).await;
+    browser
+        .wait_for("[data-view=compare-runs] [data-table=tasks] tbody tr")
+        .await;
+    assert_eq!(
+        browser.text("[data-card=flips] .value").await,
+        format!("{failed_by_seed} ↑ 0 ↓")
+    );
+    assert_eq!(browser.text("[data-side=A] .value").await, fixed(&runs.seed));
+    assert_eq!(browser.text("[data-side=B] .value").await, fixed(&runs.better));
+    browser
+        .wait_for_text_in(
+            "[data-table=splits] tr[data-split=train] [data-mean=A]",
+            &fixed(&runs.seed),
+        )
+        .await;
+    browser
+        .wait_for_text_in("[data-side=A]", runs.seed["run_id"].as_str().expect("run id"))
+        .await;
+    browser.wait_for("[data-table=tasks] tr[data-flipped=up]").await;
+    browser.wait_for_text_in("[data-side=B]", "tokens").await;
+    browser.screenshot("compare_runs").await;
+    browser.quit().await;
+}

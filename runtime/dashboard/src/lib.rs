@@ -5,7 +5,8 @@
 //! only: serving them is agl-server's.
 //!
 //! The files live in `site/`: `js/app.js` routes `#/view` to one module of `js/views/`;
-//! `api.js` (requests, token), `run-data.js` (rollouts joined with their outcomes),
+//! `api.js` (requests under a base, token), `run-data.js` (rollouts joined with their outcomes,
+//! comparisons), `runs-data.js` (the kept runs `agl-host dashboard` lists),
 //! `span-tree.js`, `line-diff.js` and `chart.js` are shared; `js/test/` holds their unit tests
 //! (`node --test`, run by this crate's tests; not embedded).
 
@@ -28,12 +29,15 @@ site![
     "js/line-diff.js",
     "js/router.js",
     "js/run-data.js",
+    "js/runs-data.js",
     "js/span-tree.js",
     "js/views/compare.js",
+    "js/views/compare-runs.js",
     "js/views/resources.js",
     "js/views/rollout.js",
     "js/views/rollouts.js",
     "js/views/run.js",
+    "js/views/runs.js",
     "js/views/workers.js",
 ];
 

@@ -55,13 +55,20 @@ impl fmt::Debug for Site {
 
 /// True for the paths that belong to the API and never to a site, whether routed or not: the
 /// store's and OTLP's `/v1/...` (the LLM proxy's `/v1/chat/completions` too), `/metrics`, and
-/// the LLM proxy's `/proxy/...` and `/rollout/...`. An unknown one stays a JSON 404.
+/// the LLM proxy's `/proxy/...` and `/rollout/...`; and the same under one kept run's prefix,
+/// `/runs/{run}/v1/...` (`agl-host dashboard` serving every kept run). An unknown one stays a
+/// JSON 404.
 pub fn is_api_path(path: &str) -> bool {
     const PREFIXES: [&str; 4] = ["/v1", "/metrics", "/proxy", "/rollout"];
-    PREFIXES.iter().any(|prefix| {
-        path.strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
+    let under_a_run = path
+        .strip_prefix("/runs/")
+        .and_then(|rest| rest.find('/').map(|slash| &rest[slash..]))
+        .is_some_and(is_api_path);
+    under_a_run
+        || PREFIXES.iter().any(|prefix| {
+            path.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
 }
 
 /// True when `site` answers this request: a `GET` or `HEAD` of a path that is not the API's.
@@ -247,6 +254,9 @@ mod tests {
             "/metrics",
             "/proxy/state",
             "/rollout/ro-1/attempt/at-1/v1/models",
+            "/runs/run-1/v1/agl/rollouts",
+            "/runs/run-1/v1/agl-host/runs",
+            "/runs/run-1/metrics",
         ] {
             assert!(is_api_path(path), "{path}");
             assert!(!serves(&Method::GET, path), "{path}");
@@ -267,6 +277,9 @@ mod tests {
             "/v1x",
             "/metricsx",
             "/runners",
+            "/runs/run-1/",
+            "/runs/run-1/js/app.js",
+            "/runs/v1",
         ] {
             assert!(!is_api_path(path), "{path}");
             assert!(serves(&Method::GET, path), "{path}");

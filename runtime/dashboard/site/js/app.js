@@ -1,22 +1,57 @@
 // The dashboard's entry: takes a token from the URL fragment, routes `#/view?key=value` to one
-// view module, and runs the view's live refresh (every POLL_MS) until the route changes.
+// view module, and runs the view's live refresh (every POLL_MS) until the route changes. Where
+// the server lists kept runs (`agl-host dashboard` with no RUN), the Runs and Compare runs views
+// join the navigation: at the root they are all there is, under `/runs/ID/` they link back.
 
-import { takeTokenFromFragment } from "./api.js";
+import { takeTokenFromFragment, optional, pageBase, ROOT } from "./api.js";
 import { h } from "./dom.js";
 import { parseRoute } from "./router.js";
+import { runIdOfBase } from "./runs-data.js";
 import * as run from "./views/run.js";
 import * as rollouts from "./views/rollouts.js";
 import * as rollout from "./views/rollout.js";
 import * as resources from "./views/resources.js";
 import * as compare from "./views/compare.js";
 import * as workers from "./views/workers.js";
+import * as runs from "./views/runs.js";
+import * as compareRuns from "./views/compare-runs.js";
 
 const POLL_MS = 1500;
-const VIEWS = { "": run, rollouts, rollout, resources, compare, workers };
+const RUN_VIEWS = { "": run, rollouts, rollout, resources, compare, workers };
+/** At the root of a server of kept runs: the list of runs, and two compared. */
+const RUNS_VIEWS = { "": runs, runs, "compare-runs": compareRuns };
 
 let timers = [];
+/** `null` until known; then whether the server lists kept runs, and this page's run. */
+let mode = null;
+
+/** Whether the server lists kept runs (`GET /v1/agl-host/runs` answers), and which run this page is. */
+async function findMode() {
+  const listed = await optional("/v1/agl-host/runs", {}, ROOT).catch(() => null);
+  const runId = runIdOfBase(pageBase());
+  return { kept: Array.isArray(listed), atRoot: runId === null, runId };
+}
+
+/** Shows the links of this mode: a run's views, and the Runs / Compare runs links of a server of runs. */
+function layoutNav() {
+  const runsRoot = mode.kept && mode.atRoot;
+  for (const link of document.querySelectorAll("#nav a")) {
+    const forRuns = link.dataset.view === "runs" || link.dataset.view === "compare-runs";
+    link.hidden = forRuns ? !mode.kept : runsRoot;
+  }
+  if (mode.kept && !mode.atRoot) {
+    // Inside a run: back to the list, or this run compared with another.
+    document.querySelector("#nav a[data-view=runs]").href = "/#/";
+    document.querySelector("#nav a[data-view=compare-runs]").href = `/#/compare-runs?b=${encodeURIComponent(mode.runId)}`;
+  }
+}
 
 async function show() {
+  if (mode === null) {
+    mode = await findMode();
+    layoutNav();
+  }
+  const VIEWS = mode.kept && mode.atRoot ? RUNS_VIEWS : RUN_VIEWS;
   for (const timer of timers) clearInterval(timer);
   timers = [];
   const indicator = document.getElementById("live");
@@ -26,12 +61,15 @@ async function show() {
   const route = parseRoute(location.hash);
   const view = VIEWS[route.view];
   const main = document.getElementById("main");
+  const current = mode.kept && mode.atRoot && route.view === "" ? "runs" : route.view;
   for (const link of document.querySelectorAll("#nav a")) {
     const target = link.dataset.view === "run" ? "" : link.dataset.view;
-    link.classList.toggle("active", target === route.view || (route.view === "rollout" && target === "rollouts"));
+    const here = mode.atRoot || (target !== "runs" && target !== "compare-runs");
+    link.classList.toggle("active", here && (target === current || (current === "rollout" && target === "rollouts")));
   }
   if (!view) {
-    main.replaceChildren(h("p", { class: "error" }, `No view named “${route.view}”.`), h("a", { href: "#/" }, "Back to the run"));
+    const back = mode.kept && mode.atRoot ? "Back to the runs" : "Back to the run";
+    main.replaceChildren(h("p", { class: "error" }, `No view named “${route.view}”.`), h("a", { href: "#/" }, back));
     return;
   }
   const context = {

@@ -1,12 +1,14 @@
 // The run's rollouts joined with their outcomes (final reward, LLM calls, tokens, why no triplet),
-// fetched from the store and cached: a rollout whose latest attempt ended is not asked for again.
+// fetched from the store and cached per API base (one run each): a rollout whose latest attempt
+// ended is not asked for again. Two resources versions, or two runs, compared task by task.
 
-import { all, get, optional } from "./api.js";
+import { all, get, optional, pageBase } from "./api.js";
 
 const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
 /** Outcomes asked for per request (ids travel in the query string). */
 const CHUNK = 40;
-const outcomes = new Map();
+/** API base → (rollout id → outcome). */
+const outcomesByBase = new Map();
 
 /** Whether a rollout will not change any more. */
 export function isFinished(rollout) {
@@ -18,26 +20,31 @@ export function isAlgorithmRollout(rollout) {
   return rollout.metadata?.["agl.kind"] === "algorithm";
 }
 
-/** The run record (`null` when the store keeps none), statistics, and every rollout with its outcome. */
-export async function loadRun() {
+/**
+ * The run record (`null` when the store keeps none), statistics, and every rollout with its
+ * outcome, of the run served under `base` (the page's own by default).
+ */
+export async function loadRun(base = pageBase()) {
   const [record, statistics, rollouts] = await Promise.all([
-    optional("/v1/agl-host/run"),
-    get("/v1/agl/statistics"),
-    all("/v1/agl/rollouts"),
+    optional("/v1/agl-host/run", {}, base),
+    get("/v1/agl/statistics", {}, base),
+    all("/v1/agl/rollouts", {}, base),
   ]);
-  await fetchOutcomes(rollouts);
+  if (!outcomesByBase.has(base)) outcomesByBase.set(base, new Map());
+  const outcomes = outcomesByBase.get(base);
+  await fetchOutcomes(rollouts, outcomes, base);
   const rows = rollouts.map((rollout) => ({ rollout, outcome: outcomes.get(rollout.rollout_id) ?? null }));
   return { record, statistics, rows };
 }
 
-async function fetchOutcomes(rollouts) {
+async function fetchOutcomes(rollouts, outcomes, base) {
   const stale = rollouts.filter((r) => {
     const known = outcomes.get(r.rollout_id);
     return !known || !known.settled || known.attempt_id !== r.attempt?.attempt_id;
   });
   for (let i = 0; i < stale.length; i += CHUNK) {
     const chunk = stale.slice(i, i + CHUNK);
-    const page = await optional("/v1/agl-host/outcomes", { rollout_id_in: chunk.map((r) => r.rollout_id), limit: -1 });
+    const page = await optional("/v1/agl-host/outcomes", { rollout_id_in: chunk.map((r) => r.rollout_id), limit: -1 }, base);
     if (!page) return; // a store without agl-host's routes: rewards stay unknown
     const finished = new Set(chunk.filter(isFinished).map((r) => r.rollout_id));
     for (const outcome of page.items) {
@@ -116,13 +123,30 @@ export const PASS = 0.5;
 
 /**
  * Two resources versions side by side on the tasks both ran (finished rollouts of `mode`, or of
- * every mode when `mode` is empty): per task the mean reward under each, the difference, and
- * whether it flipped across PASS; overall means, tokens and LLM seconds per rollout.
+ * every mode when `mode` is empty): see [compareRows].
  */
 export function compareVersions(rows, a, b, mode) {
   const side = (id) => rows.filter((r) => r.rollout.resources_id === id && isFinished(r.rollout)
     && (!mode || r.rollout.mode === mode));
-  const [rowsA, rowsB] = [side(a), side(b)];
+  return compareRows(side(a), side(b));
+}
+
+/**
+ * Two runs side by side (their task rows, each run's own): the finished rollouts of `mode` (or
+ * of every mode when `mode` is empty) under whichever resources version ran them; see
+ * [compareRows]. Tasks are matched by their input.
+ */
+export function compareRuns(rowsA, rowsB, mode) {
+  const side = (rows) => taskRows(rows).filter((r) => isFinished(r.rollout) && (!mode || r.rollout.mode === mode));
+  return compareRows(side(rowsA), side(rowsB));
+}
+
+/**
+ * Two groups of finished rollouts side by side on the tasks both ran: per task the mean reward
+ * in each, the difference, and whether it flipped across PASS; overall means, tokens and LLM
+ * seconds per rollout.
+ */
+export function compareRows(rowsA, rowsB) {
   const perTask = (group) => {
     const tasks = new Map();
     for (const row of group) {

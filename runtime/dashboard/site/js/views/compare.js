@@ -1,5 +1,6 @@
 // Two resources versions of the run side by side: mean reward, tokens and LLM time per rollout,
 // and per task (same input) the reward under each, which tasks flipped across the pass mark.
+// `comparison` draws any two sides (the Compare runs view uses it too).
 
 import { all } from "../api.js";
 import { loadRun, compareVersions, pickVersions, taskRows, PASS } from "../run-data.js";
@@ -19,18 +20,29 @@ export async function render(context) {
   const mode = split === "all" ? "" : split;
   const result = compareVersions(taskRows(run.rows), a, b, mode);
   const params = { a, b, mode: split };
-  const flips = result.tasks.filter((t) => t.flipped);
-  const sideCard = (label, id, side) => h("div", { class: "card", "data-side": label },
-    h("div", { class: "label mono" }, `${label}: ${id}`),
-    h("div", { class: "value" }, score(side.mean)),
-    h("div", { class: "muted" }, `${side.rollouts} rollouts · ${Math.round(side.tokens ?? 0)} tokens · ${duration(side.llmSeconds ?? 0)} LLM per rollout`));
   return h("section", { "data-view": "compare" },
     h("h1", {}, "Compare resources versions"),
     h("div", { class: "filters" },
       h("label", {}, "A ", select("a", ids.map((id) => [id, id]), a, (v) => setParams({ ...params, a: v }))),
       h("label", {}, "B ", select("b", ids.map((id) => [id, id]), b, (v) => setParams({ ...params, b: v }))),
       h("label", {}, "split ", select("mode", [["all", "all"], ...modes.map((m) => [m, m])], split, (v) => setParams({ ...params, mode: v })))),
-    h("div", { class: "cards" }, sideCard("A", a, result.a), sideCard("B", b, result.b),
+    comparison(result, a, b, "No task was run under both versions (in this split)."),
+  );
+}
+
+/**
+ * A comparison (`compareRows`'s result) drawn: a card per side (`nameA`, `nameB`: mean reward,
+ * rollouts, tokens and LLM time per rollout), the flips, and the tasks both ran with their
+ * rewards, difference and flip; `none` when no task is on both sides.
+ */
+export function comparison(result, nameA, nameB, none) {
+  const flips = result.tasks.filter((t) => t.flipped);
+  const sideCard = (label, name, side) => h("div", { class: "card", "data-side": label },
+    h("div", { class: "label mono" }, `${label}: ${name}`),
+    h("div", { class: "value" }, score(side.mean)),
+    h("div", { class: "muted" }, `${side.rollouts} rollouts · ${Math.round(side.tokens ?? 0)} tokens · ${duration(side.llmSeconds ?? 0)} LLM per rollout`));
+  return [
+    h("div", { class: "cards" }, sideCard("A", nameA, result.a), sideCard("B", nameB, result.b),
       h("div", { class: "card", "data-card": "flips" }, h("div", { class: "label" }, `flipped (pass ≥ ${PASS})`),
         h("div", { class: "value" }, `${flips.filter((t) => t.flipped === "up").length} ↑ ${flips.filter((t) => t.flipped === "down").length} ↓`))),
     h("h2", {}, `Tasks both ran (${result.tasks.length})`),
@@ -41,6 +53,6 @@ export async function render(context) {
         h("td", { class: "num" }, score(t.a)), h("td", { class: "num" }, score(t.b)),
         h("td", { class: `num ${t.delta > 0 ? "up" : t.delta < 0 ? "down" : ""}` }, t.delta === 0 ? "0" : `${t.delta > 0 ? "+" : ""}${t.delta.toFixed(4)}`),
         h("td", {}, t.flipped === "up" ? h("span", { class: "up" }, "flipped ↑") : t.flipped === "down" ? h("span", { class: "down" }, "flipped ↓") : "")))),
-    ) : h("p", { class: "muted" }, "No task was run under both versions (in this split)."),
-  );
+    ) : h("p", { class: "muted" }, none),
+  ];
 }
