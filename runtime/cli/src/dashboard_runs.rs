@@ -36,6 +36,8 @@ pub fn routes(dir: PathBuf) -> Router {
     });
     Router::new()
         .route("/v1/agl-host/runs", get(list))
+        .route("/runs", get(|| async { Redirect::permanent("/") }))
+        .route("/runs/", get(|| async { Redirect::permanent("/") }))
         .route("/runs/{id}", get(add_slash))
         .route("/runs/{id}/", any(forward))
         .route("/runs/{id}/{*rest}", any(forward))

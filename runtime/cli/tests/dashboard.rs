@@ -748,6 +748,10 @@ fn with_no_run_every_kept_run_is_listed_and_served_under_its_own_prefix() {
         Some(page.bytes().expect("body").as_ref()),
         agl_dashboard::file("index.html")
     );
+    // Without the trailing slash, the page's relative paths would miss the run: redirected.
+    let redirected = get(&format!("{base}/runs/seed"), None);
+    assert_eq!(redirected.url().path(), "/runs/seed/");
+    assert_eq!(content_type(&redirected), "text/html; charset=utf-8");
     let module = get(&format!("{base}/runs/seed/js/views/runs.js"), None);
     assert_eq!(
         Some(module.bytes().expect("body").as_ref()),
@@ -828,6 +832,15 @@ async fn the_runs_view_lists_both_runs_and_compare_runs_shows_the_flipped_tasks(
     assert_eq!(browser.path().await, "/runs/seed/");
     assert_eq!(browser.text("[data-card=mean-train] .value").await, fixed(&runs.seed));
     browser.wait_for("#nav a[data-view=runs]:not([hidden])").await;
+    // From inside a run, Compare runs compares it (as B) with another.
+    browser.click("#nav a[data-view=compare-runs]").await;
+    browser
+        .wait_for_text_in(
+            "[data-view=compare-runs] [data-side=B]",
+            runs.seed["run_id"].as_str().expect("run id"),
+        )
+        .await;
+    assert_eq!(browser.path().await, "/");
 
     // Compare runs: the tasks the seed prompt failed and the better one passed flipped up.
     let outcomes_url = format!("{base}/runs/seed/v1/agl-host/outcomes?limit=-1");
