@@ -203,7 +203,7 @@ Exit codes:
   0    served until Ctrl-C or SIGTERM
   1    the store could not be read, or the address could not be bound
   2    an unknown run (or one named ambiguously), a missing file, a bad --db URL, a file that is
-       not a database";
+       not a database, a --dir that cannot be listed";
 
 #[derive(Debug, Args)]
 pub struct DashboardArgs {

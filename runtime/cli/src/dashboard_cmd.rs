@@ -112,7 +112,7 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
         place,
     } = kept::open_kept(&db).await?;
     let mut interrupts = crate::signals::Interrupts::register()?;
-    warn_if_open(args.host, args.token.is_some());
+    warn_if_open(args.host, args.token.is_some(), "the run");
     let options = ServerOptions {
         host: args.host,
         port: args.port,
@@ -136,11 +136,11 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Warns when the dashboard is served beyond this machine with no token.
-pub fn warn_if_open(host: std::net::IpAddr, has_token: bool) {
+/// Warns when the dashboard is served beyond this machine with no token (`what`: what it serves).
+pub fn warn_if_open(host: std::net::IpAddr, has_token: bool, what: &str) {
     if !host.is_loopback() && !has_token {
         stderr_line(&format!(
-            "warning: serving on {host} without --token: anyone who can reach it can read and change the run"
+            "warning: serving on {host} without --token: anyone who can reach it can read and change {what}"
         ));
     }
 }

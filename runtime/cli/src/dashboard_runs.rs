@@ -4,6 +4,7 @@
 //! the runs agl-host keeps): the page, the store's API and agl-host's read-only routes, its store
 //! opened on first use and kept open. Serving one run alone is `dashboard_cmd`'s.
 
+use crate::inputs::InputError;
 use crate::runs_cmd::{self, Listed};
 use crate::{dashboard_cmd, kept};
 use agl_server::ServerOptions;
@@ -179,8 +180,11 @@ fn detail(status: StatusCode, detail: String) -> Response {
 /// `agl-host dashboard` with no RUN: serves every run kept in `dir` until Ctrl-C or SIGTERM.
 pub async fn run(args: crate::args::DashboardArgs) -> anyhow::Result<std::process::ExitCode> {
     use anyhow::Context;
+    let count = kept::run_files(&args.dir)
+        .map_err(|e| InputError(format!("cannot list the runs in {}: {e}", args.dir.display())))?
+        .len();
     let mut interrupts = crate::signals::Interrupts::register()?;
-    dashboard_cmd::warn_if_open(args.host, args.token.is_some());
+    dashboard_cmd::warn_if_open(args.host, args.token.is_some(), "the runs");
     let options = ServerOptions {
         host: args.host,
         port: args.port,
@@ -197,7 +201,6 @@ pub async fn run(args: crate::args::DashboardArgs) -> anyhow::Result<std::proces
     )
     .await
     .context("starting the dashboard")?;
-    let count = kept::run_files(&args.dir).map_or(0, |files| files.len());
     crate::output::stderr_line(&format!(
         "agl-host dashboard: listening on {} ({count} kept run(s) in {}; Ctrl-C to stop)",
         dashboard_cmd::url(&handle, args.token.as_deref()),

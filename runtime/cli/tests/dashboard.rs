@@ -776,6 +776,17 @@ fn with_no_run_every_kept_run_is_listed_and_served_under_its_own_prefix() {
 }
 
 #[test]
+fn a_dir_that_cannot_be_listed_is_one_line_and_exit_code_2() {
+    let file = scratch("agl-dashboard", "not-a-dir").join("runs.txt");
+    std::fs::write(&file, "not a folder").expect("file");
+    let output = agl_host(["dashboard", "--dir", &file.display().to_string()]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot list the runs in "), "{stderr}");
+}
+
+#[test]
 fn every_kept_runs_api_needs_the_token_and_its_page_does_not() {
     let server = serve_runs(&["--token", "s3cret"]);
     let (base, fragment) = server.url.split_once("/#").expect("a fragment");
