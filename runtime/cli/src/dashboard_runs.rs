@@ -112,6 +112,9 @@ async fn forward(State(runs): Runs, request: Request) -> Response {
         Ok(uri) => uri,
         Err(_) => return detail(StatusCode::BAD_REQUEST, "a malformed path".to_owned()),
     };
+    // What this router's routing left on the request (its path parameters, its matched path)
+    // would be added to the run's own: the run's routes see the request as sent to them alone.
+    parts.extensions = axum::http::Extensions::new();
     match router.oneshot(Request::from_parts(parts, body)).await {
         Ok(response) => response,
         Err(never) => match never {},

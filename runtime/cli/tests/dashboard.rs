@@ -735,6 +735,21 @@ fn with_no_run_every_kept_run_is_listed_and_served_under_its_own_prefix() {
             .json()
             .expect("JSON");
         assert_eq!(rollouts["total"], results["total"]["rollouts"], "{id}");
+        // Routes with path parameters of their own: one rollout, its attempt's LLM calls.
+        let first = &rollouts["items"][0];
+        let rollout_id = first["rollout_id"].as_str().expect("rollout id");
+        let attempt_id = first["attempt"]["attempt_id"].as_str().expect("attempt id");
+        let one: Value = get(&format!("{base}/runs/{id}/v1/agl/rollouts/{rollout_id}"), None)
+            .json()
+            .expect("JSON");
+        assert_eq!(one["rollout_id"], rollout_id, "{one}");
+        let calls: Value = get(
+            &format!("{base}/runs/{id}/v1/agl-host/rollouts/{rollout_id}/attempts/{attempt_id}/llm-calls"),
+            None,
+        )
+        .json()
+        .expect("JSON");
+        assert_eq!(calls.as_array().map(Vec::len), Some(1), "{calls}");
     }
     assert!(
         runs.seed["total"]["mean_reward"].as_f64() < runs.better["total"]["mean_reward"].as_f64(),
@@ -843,6 +858,15 @@ async fn the_runs_view_lists_both_runs_and_compare_runs_shows_the_flipped_tasks(
     assert_eq!(browser.path().await, "/runs/seed/");
     assert_eq!(browser.text("[data-card=mean-train] .value").await, fixed(&runs.seed));
     browser.wait_for("#nav a[data-view=runs]:not([hidden])").await;
+    // Its rollouts, and one opened: the span tree and LLM call read under the run's prefix.
+    browser.click("#nav a[data-view=rollouts]").await;
+    browser.click("[data-table=rollouts] tbody tr").await;
+    browser
+        .wait_for("[data-view=rollout] [data-span='openai.chat.completion']")
+        .await;
+    browser.wait_for_text_in("[data-llm-call] .msg.user", "Problem:").await;
+    assert_eq!(browser.path().await, "/runs/seed/");
+    browser.screenshot("run_rollout").await;
     // From inside a run, Compare runs compares it (as B) with another.
     browser.click("#nav a[data-view=compare-runs]").await;
     browser
