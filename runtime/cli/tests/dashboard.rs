@@ -899,12 +899,20 @@ async fn the_runs_view_lists_both_runs_and_compare_runs_shows_the_flipped_tasks(
     browser
         .wait_for("[data-view=compare-runs] [data-table=tasks] tbody tr")
         .await;
+    // The view may draw in steps: wait for each value rather than read the first one drawn.
+    browser
+        .wait_for_text_in("[data-card=flips] .value", &format!("{failed_by_seed} ↑ 0 ↓"))
+        .await;
+    browser
+        .wait_for_text_in("[data-side=A] .value", &fixed(&runs.seed))
+        .await;
+    browser
+        .wait_for_text_in("[data-side=B] .value", &fixed(&runs.better))
+        .await;
     assert_eq!(
         browser.text("[data-card=flips] .value").await,
         format!("{failed_by_seed} ↑ 0 ↓")
     );
-    assert_eq!(browser.text("[data-side=A] .value").await, fixed(&runs.seed));
-    assert_eq!(browser.text("[data-side=B] .value").await, fixed(&runs.better));
     browser
         .wait_for_text_in(
             "[data-table=splits] tr[data-split=train] [data-mean=A]",

@@ -163,13 +163,23 @@ impl Browser {
         }
     }
 
-    /// The visible text of the first element matching `css`, once there is one.
+    /// The visible text of the first element matching `css`, once there is one. The element is
+    /// found again on every try: a page that redraws it meanwhile (live updates) makes the one
+    /// found before stale, which is not a failure.
+    ///
+    /// # Panics
+    /// When none can be read after [`WAIT`] (with the page's text, and a screenshot).
     pub async fn text(&self, css: &str) -> String {
-        let element = self.wait_for(css).await;
-        element
-            .text()
-            .await
-            .unwrap_or_else(|e| panic!("reading the text of `{css}`: {e}"))
+        let text = self
+            .poll(|| async {
+                let element = self.driver().find(By::Css(css)).await.ok()?;
+                element.text().await.ok()
+            })
+            .await;
+        match text {
+            Some(text) => text,
+            None => self.fail(&format!("the text of `{css}` could not be read")).await,
+        }
     }
 
     /// The visible text of the whole page (empty while there is no body).
@@ -180,10 +190,15 @@ impl Browser {
         }
     }
 
-    /// Clicks the first element matching `css`, once there is one and it can be clicked.
+    /// Clicks the first element matching `css`, once there is one and it can be clicked (found
+    /// again on every try, as in [`Browser::text`]).
     pub async fn click(&self, css: &str) {
-        let element = self.wait_for(css).await;
-        let clicked = self.poll(|| async { element.click().await.ok() }).await;
+        let clicked = self
+            .poll(|| async {
+                let element = self.driver().find(By::Css(css)).await.ok()?;
+                element.click().await.ok()
+            })
+            .await;
         if clicked.is_none() {
             self.fail(&format!("`{css}` could not be clicked")).await;
         }
