@@ -11,13 +11,13 @@ reward). This script is the algorithm, over the store's HTTP API as Agent-lightn
 would be: it enqueues a window of `--window` rollouts, waits for them
 (`POST /v1/agl/waits/rollouts`), and enqueues the next, so the load is steady and the store keeps
 growing (every rollout, attempt and span is kept). Every `--interval` seconds it samples each
-process's resident memory (VmRSS), open file descriptors and threads, and the store's size on
+process's resident memory (VmRSS, and its parts RssAnon and RssFile), open file descriptors and threads, and the store's size on
 disk, into a CSV (`--csv`, default soak.csv in the scratch folder, which is kept). At the end it
 stops both with SIGTERM.
 
 It prints the first, last, minimum and maximum of each, and after the warm-up (the first
 `--warmup-minutes`, by default a tenth of the run and at least one minute: caches and pools
-fill) whether each process's RSS stayed within +-10 % of its first sample after the warm-up, its
+fill) whether each process's RSS (whole, then its anonymous and its file-backed part) stayed within +-10 % of its first sample after the warm-up, its
 trend, the floor and the peak of each minute (every window makes a sawtooth: a leak shows as
 them rising), and whether the fds and threads grew (the second half reaching higher than the first:
 connections come and go, so they move by a few).
@@ -49,8 +49,14 @@ REPO = Path(__file__).resolve().parents[3]
 RULES = REPO / "examples/math-agent/rules.json"
 PROCESSES = ("store", "runner")
 FIELDS = ["seconds", "finished", "store_bytes"] + [
-    f"{process}_{what}" for process in PROCESSES for what in ("rss_kib", "fds", "threads")
+    f"{process}_{what}" for process in PROCESSES
+    for what in ("rss_kib", "rss_anon_kib", "rss_file_kib", "fds", "threads")
 ]
+# Resident memory, whole and in its two parts: RssAnon is the process's own memory (heap, stacks);
+# RssFile is pages of mapped files (the binary, and the SQLite file, which the store maps up to
+# 1 GiB of): the kernel's page cache, shared and given back under memory pressure, and growing
+# with the database as the store reads more of it.
+RSS_KINDS = (("rss_kib", "VmRSS"), ("rss_anon_kib", "RssAnon"), ("rss_file_kib", "RssFile"))
 
 
 def status_field(pid: int, name: str) -> int | None:
@@ -139,7 +145,8 @@ class Driver(threading.Thread):
 def sample(pids: dict[str, int]) -> dict | None:
     row = {}
     for process, pid in pids.items():
-        row[f"{process}_rss_kib"] = status_field(pid, "VmRSS")
+        for field, name in RSS_KINDS:
+            row[f"{process}_{field}"] = status_field(pid, name)
         row[f"{process}_fds"] = open_fds(pid)
         row[f"{process}_threads"] = status_field(pid, "Threads")
     return None if None in row.values() else row
@@ -148,7 +155,8 @@ def sample(pids: dict[str, int]) -> dict | None:
 def summary(rows: list[dict], warmup_s: float) -> list[str]:
     lines = []
     after = [row for row in rows if row["seconds"] >= warmup_s]
-    for field in FIELDS[1:]:
+    fields = [field for field in FIELDS[1:] if field in rows[0]]  # an older CSV has no RSS parts
+    for field in fields:
         values = [row[field] for row in rows]
         lines.append(
             f"{field:<16} first {values[0]:>13,} last {values[-1]:>13,} min {min(values):>13,} max {max(values):>13,}"
@@ -159,8 +167,10 @@ def summary(rows: list[dict], warmup_s: float) -> list[str]:
     n = len(after)
     mean_t = sum(r["seconds"] for r in after) / n
     var_t = sum((r["seconds"] - mean_t) ** 2 for r in after)
-    for process in PROCESSES:
-        field = f"{process}_rss_kib"
+    for process, (kind, name) in [(p, k) for p in PROCESSES for k in RSS_KINDS]:
+        field = f"{process}_{kind}"
+        if field not in after[0]:
+            continue
         base = after[0][field]
         low, high = min(r[field] for r in after), max(r[field] for r in after)
         within = 0.9 * base <= low and high <= 1.1 * base
@@ -168,7 +178,7 @@ def summary(rows: list[dict], warmup_s: float) -> list[str]:
         mean_r = sum(r[field] for r in after) / n
         slope = sum((r["seconds"] - mean_t) * (r[field] - mean_r) for r in after) / var_t if var_t else 0.0
         lines.append(
-            f"{process}: after the warm-up ({warmup_s:.0f} s, {n} samples): RSS {base:,} KiB at first, "
+            f"{process}: after the warm-up ({warmup_s:.0f} s, {n} samples): {name} {base:,} KiB at first, "
             f"{low:,}-{high:,} KiB ({100 * (low / base - 1):+.1f} % to {100 * (high / base - 1):+.1f} %): "
             f"{'within' if within else 'NOT within'} +-10 %; trend {slope * 3600 / 1024:+.1f} MiB per hour"
         )
@@ -178,13 +188,15 @@ def summary(rows: list[dict], warmup_s: float) -> list[str]:
         for r in after:
             minutes.setdefault(int((r["seconds"] - after[0]["seconds"]) // 60), []).append(r[field])
         full = [values for _, values in sorted(minutes.items())][:-1] or list(minutes.values())
-        for name, pick in (("floor", min), ("peak", max)):
+        for what, pick in (("floor", min), ("peak", max)):
             first, last = pick(full[0]), pick(full[-1])
             lines.append(
-                f"{process}: RSS {name} of each minute (its {'lowest' if pick is min else 'highest'} sample): "
+                f"{process}: {name} {what} of each minute (its {'lowest' if pick is min else 'highest'} sample): "
                 f"first minute {first:,} KiB, last {last:,} KiB ({100 * (last / first - 1):+.1f} %), "
                 f"range {min(pick(v) for v in full):,}-{max(pick(v) for v in full):,} KiB over {len(full)} minutes"
             )
+        if kind != "rss_kib":
+            continue
         # Connections come and go (the fds move by a few): growth is a second half that
         # reaches higher than the first.
         for what in ("fds", "threads"):
