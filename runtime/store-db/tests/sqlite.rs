@@ -124,6 +124,40 @@ mod file {
         );
     }
 
+    /// A dequeue takes rollouts off the queue in order, several in one call, and what it took
+    /// stays taken in the file (a reopened store does not hand them out again).
+    #[tokio::test]
+    async fn dequeued_rollouts_leave_the_queue_in_the_file_in_order() {
+        let path = fresh_path();
+        let store = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+        let mut queued = Vec::new();
+        for q in 0..4 {
+            let request = EnqueueRolloutRequest::new(serde_json::json!({ "q": q }));
+            queued.push(store.enqueue_rollout(request).await.unwrap().rollout_id);
+        }
+        // The second leaves the queue by another road: it is no longer queuing.
+        store
+            .update_rollout(&queued[1], RolloutUpdate::status(RolloutStatus::Running))
+            .await
+            .unwrap();
+        let first = store.dequeue_rollouts(2, Some("w-1")).await.unwrap();
+        let ids: Vec<&str> = first.iter().map(|r| r.rollout.rollout_id.as_str()).collect();
+        assert_eq!(ids, [queued[0].as_str(), queued[2].as_str()]);
+        drop(store);
+        let reopened = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+        let rest = reopened.dequeue_rollouts(5, Some("w-1")).await.unwrap();
+        let ids: Vec<&str> = rest.iter().map(|r| r.rollout.rollout_id.as_str()).collect();
+        assert_eq!(ids, [queued[3].as_str()]);
+        assert!(reopened.dequeue_rollouts(5, Some("w-1")).await.unwrap().is_empty());
+        let left: i64 = rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM rollouts WHERE queue_seq IS NOT NULL", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(left, 0, "every row has left the queue");
+    }
+
     #[test]
     fn a_file_that_is_not_a_database_is_one_clear_error() {
         let path = fresh_path();

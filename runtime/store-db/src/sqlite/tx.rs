@@ -37,6 +37,10 @@ pub(crate) struct SqliteTx<'c> {
     recall: &'c mut Recall,
     /// Rollouts that finished in this job: their waiters are woken after the commit.
     pub finished: Vec<String>,
+    /// Rollouts this job took off the queue whose rows still hold their place: the next write of
+    /// the row clears it in the same statement (a dequeue writes the rollout's new status right
+    /// after), and [`SqliteTx::finish`] clears the rest.
+    popped: Vec<String>,
 }
 
 impl<'c> SqliteTx<'c> {
@@ -46,6 +50,35 @@ impl<'c> SqliteTx<'c> {
             conn,
             recall,
             finished: Vec::new(),
+            popped: Vec::new(),
+        }
+    }
+
+    /// The job is done: the rollouts it took off the queue and did not write leave it now.
+    pub fn finish(&mut self) -> StoreResult<()> {
+        for rollout_id in std::mem::take(&mut self.popped) {
+            self.leave_queue(&rollout_id)?;
+        }
+        Ok(())
+    }
+
+    fn leave_queue(&self, rollout_id: &str) -> StoreResult<()> {
+        self.exec(
+            "UPDATE rollouts SET queue_seq = NULL WHERE rollout_id = ?1",
+            [rollout_id],
+        )?;
+        Ok(())
+    }
+
+    /// Whether the rollout was taken off the queue in this job and its row not written since
+    /// (and from now on, it counts as written).
+    fn take_popped(&mut self, rollout_id: &str) -> bool {
+        match self.popped.iter().position(|popped| popped == rollout_id) {
+            Some(at) => {
+                self.popped.swap_remove(at);
+                true
+            }
+            None => false,
         }
     }
 
@@ -93,10 +126,12 @@ impl<'c> SqliteTx<'c> {
     /// Overwrites the stored rollout, and remembers it.
     fn write_rollout(&mut self, rollout: &Rollout) -> StoreResult<()> {
         let (status, record) = (status_name(&rollout.status)?, to_json(rollout)?);
-        self.exec(
-            "UPDATE rollouts SET status = ?2, record = ?3 WHERE rollout_id = ?1",
-            params![rollout.rollout_id, status, record],
-        )?;
+        let sql = if self.take_popped(&rollout.rollout_id) {
+            "UPDATE rollouts SET status = ?2, record = ?3, queue_seq = NULL WHERE rollout_id = ?1"
+        } else {
+            "UPDATE rollouts SET status = ?2, record = ?3 WHERE rollout_id = ?1"
+        };
+        self.exec(sql, params![rollout.rollout_id, status, record])?;
         self.recall.wrote_rollout(rollout, record.len());
         Ok(())
     }
@@ -167,6 +202,9 @@ impl Storage for SqliteTx<'_> {
     }
 
     fn push_queue(&mut self, rollout_id: &str) -> StoreResult<()> {
+        if self.take_popped(rollout_id) {
+            self.leave_queue(rollout_id)?;
+        }
         self.exec(
             // `queue_seq IS NOT NULL` lets MAX read the queue's (partial) index instead of every
             // rollout: without it each enqueue scanned the table.
@@ -180,28 +218,42 @@ impl Storage for SqliteTx<'_> {
 
     fn pop_queue(&mut self, limit: usize) -> StoreResult<Vec<Rollout>> {
         let mut out = Vec::new();
+        // The queue's place of the last rollout taken in this call: the rows keep their places
+        // until written (see `popped`), so the next head is looked for after it.
+        let mut after = 0i64;
         while out.len() < limit {
-            // The head leaves the queue in one statement, which also answers what a dequeue
-            // reads next: the rollout and how many attempts it has.
-            let head: Option<(String, String, u32)> = self.first(
-                "UPDATE rollouts SET queue_seq = NULL
-                 WHERE seq = (SELECT seq FROM rollouts WHERE queue_seq IS NOT NULL ORDER BY queue_seq LIMIT 1)
-                 RETURNING rollout_id, record,
-                     (SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE attempts.rollout_id = rollouts.rollout_id)",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            let head: Option<(i64, String)> = self.first(
+                "SELECT queue_seq, rollout_id FROM rollouts
+                 WHERE queue_seq IS NOT NULL AND queue_seq > ?1 ORDER BY queue_seq LIMIT 1",
+                [after],
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )?;
-            let Some((rollout_id, record, attempts)) = head else {
+            let Some((place, rollout_id)) = head else {
                 break;
             };
-            let cached = match self.recall.rollout(&rollout_id) {
-                Some(cached) => cached,
-                None => self
-                    .recall
-                    .read_rollout(from_json(&record)?, Some(attempts), record.len()),
-            };
-            cached.attempts = Some(attempts);
-            if cached.rollout.status.is_queuing() {
+            after = place;
+            self.popped.push(rollout_id.clone());
+            let known = self
+                .recall
+                .rollout(&rollout_id)
+                .is_some_and(|cached| cached.attempts.is_some());
+            if !known {
+                let read: Option<(String, u32)> = self.first(
+                    "SELECT record,
+                         (SELECT COALESCE(MAX(sequence_id), 0) FROM attempts WHERE attempts.rollout_id = ?1)
+                     FROM rollouts WHERE rollout_id = ?1",
+                    [&rollout_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )?;
+                let Some((record, attempts)) = read else {
+                    continue;
+                };
+                self.recall
+                    .read_rollout(from_json(&record)?, Some(attempts), record.len());
+            }
+            if let Some(cached) = self.recall.rollout(&rollout_id)
+                && cached.rollout.status.is_queuing()
+            {
                 out.push(cached.rollout.clone());
             }
         }
@@ -387,25 +439,27 @@ impl Storage for SqliteTx<'_> {
     }
 
     fn modify_worker<T>(&mut self, worker_id: &str, modify: impl FnOnce(&mut Worker) -> T) -> StoreResult<T> {
-        let mut worker = match self.recall.worker(worker_id) {
-            Some(known) => known.clone(),
+        // A remembered worker has its row (the writer wrote or read it).
+        let (mut worker, stored) = match self.recall.worker(worker_id) {
+            Some(known) => (known.clone(), true),
             None => {
                 let record: Option<String> =
                     self.first("SELECT record FROM workers WHERE worker_id = ?1", [worker_id], |row| {
                         row.get(0)
                     })?;
                 match record {
-                    Some(text) => from_json(&text)?,
-                    None => Worker::new(worker_id),
+                    Some(text) => (from_json(&text)?, true),
+                    None => (Worker::new(worker_id), false),
                 }
             }
         };
         let out = modify(&mut worker);
-        self.exec(
-            "INSERT INTO workers (worker_id, record) VALUES (?1, ?2)
-             ON CONFLICT (worker_id) DO UPDATE SET record = excluded.record",
-            params![worker_id, to_json(&worker)?],
-        )?;
+        let sql = if stored {
+            "UPDATE workers SET record = ?2 WHERE worker_id = ?1"
+        } else {
+            "INSERT INTO workers (worker_id, record) VALUES (?1, ?2)"
+        };
+        self.exec(sql, params![worker_id, to_json(&worker)?])?;
         self.recall.wrote_worker(worker);
         Ok(out)
     }

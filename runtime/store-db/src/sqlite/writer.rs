@@ -110,14 +110,23 @@ fn run_group(
         }
         let mut view = SqliteTx::new(&tx, recall);
         let end = job(&mut view);
-        let closed = if end.succeeded {
-            finished.append(&mut view.finished);
-            run_cached(&tx, "RELEASE job")
-        } else {
-            recall.job_failed();
-            run_cached(&tx, "ROLLBACK TO job").and_then(|()| run_cached(&tx, "RELEASE job"))
-        }
-        .map_err(db_error);
+        // What the job left for its end (rows still to take off the queue); its failure undoes
+        // the job as its own would.
+        let ended = if end.succeeded { view.finish() } else { Ok(()) };
+        let mut job_finished = std::mem::take(&mut view.finished);
+        let closed = match ended {
+            Ok(()) if end.succeeded => {
+                finished.append(&mut job_finished);
+                run_cached(&tx, "RELEASE job").map_err(db_error)
+            }
+            ended => {
+                recall.job_failed();
+                let undone = run_cached(&tx, "ROLLBACK TO job")
+                    .and_then(|()| run_cached(&tx, "RELEASE job"))
+                    .map_err(db_error);
+                ended.and(undone)
+            }
+        };
         match closed {
             Ok(()) => answers.push(end.answer),
             Err(error) => {
