@@ -137,7 +137,8 @@ pub enum Command {
     ///
     /// Without ROLLOUT: the run (status, agent, algorithm, start, duration, best score) and a
     /// table of its rollouts (split, status, attempts, final reward, duration of the latest
-    /// attempt, why it failed). With ROLLOUT (an id, or a unique start of one): its attempts and
+    /// attempt, why it failed). With ROLLOUT (an id, or a unique part of one: rollouts made together
+    /// share the start of their ids, so give its last digits): its attempts and
     /// the span tree of its latest attempt (or --attempt N): LLM prompts and answers, rewards,
     /// logs, the agent's operations. Lines are clipped to $COLUMNS (100 when unset). Examples:
     ///

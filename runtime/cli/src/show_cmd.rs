@@ -370,7 +370,9 @@ struct RolloutJson<'a> {
     spans: &'a [Arc<Span>],
 }
 
-/// The rollout whose id is `prefix` or starts with it.
+/// The rollout whose id is `prefix`, or the one whose id contains it (rollouts made together
+/// share the start of their ids, so the last digits are what tell them apart); where several
+/// contain it, the one whose id starts or ends with it, if only one does.
 async fn find_rollout(opened: &Opened, prefix: &str) -> anyhow::Result<Rollout> {
     let store = opened.store.as_ref();
     if let Some(view) = store.get_rollout_by_id(prefix).await.context("reading the rollout")? {
@@ -387,8 +389,14 @@ async fn find_rollout(opened: &Opened, prefix: &str) -> anyhow::Result<Rollout> 
         .items
         .into_iter()
         .map(|view| view.rollout)
-        .filter(|rollout| rollout.rollout_id.starts_with(prefix))
+        .filter(|rollout| rollout.rollout_id.contains(prefix))
         .collect();
+    if matching.len() > 1 {
+        let at_an_end = |id: &str| id.starts_with(prefix) || id.ends_with(prefix);
+        if matching.iter().filter(|rollout| at_an_end(&rollout.rollout_id)).count() == 1 {
+            matching.retain(|rollout| at_an_end(&rollout.rollout_id));
+        }
+    }
     let run = opened
         .record
         .as_ref()
