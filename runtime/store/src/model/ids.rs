@@ -1,11 +1,11 @@
 //! Identifier generation: `ro-` + 12 hex, `at-` + 8 hex, `rs-` + 12 hex, as Agent-lightning does.
 //! Ids can collide; backends check uniqueness and draw again.
 //!
-//! Rollout ids are ordered by when they were made (the clock's milliseconds, then a counter), not
-//! random: the kept stores index attempts and spans by rollout id, and with random ids every new
-//! attempt or span landed in a B-tree page of its own, so a commit wrote a whole page per row
-//! (`runtime/cli/benches/README.md`). Ids made together now share pages. The wire format is the
-//! same: 12 lowercase hex digits, opaque to clients.
+//! Rollout ids are ordered by when they were made (the clock's milliseconds, then a per-process
+//! offset), not random: the kept stores index attempts and spans by rollout id, and with random
+//! ids every new attempt or span landed in a B-tree page of its own, so a commit wrote a whole
+//! page per row (`runtime/cli/benches/README.md`). Ids made together now share pages. The wire
+//! format is the same: 12 lowercase hex digits, opaque to clients.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
