@@ -11,14 +11,14 @@ reward). This script is the algorithm, over the store's HTTP API as Agent-lightn
 would be: it enqueues a window of `--window` rollouts, waits for them
 (`POST /v1/agl/waits/rollouts`), and enqueues the next, so the load is steady and the store keeps
 growing (every rollout, attempt and span is kept). Every `--interval` seconds it samples each
-process's resident memory (VmRSS, and its parts RssAnon and RssFile), open file descriptors and threads, and the store's size on
-disk, into a CSV (`--csv`, default soak.csv in the scratch folder, which is kept). At the end it
-stops both with SIGTERM.
+process's resident memory (VmRSS, and its parts RssAnon and RssFile), open file descriptors and
+threads, and the store's size on disk, into a CSV (`--csv`, default soak.csv in the scratch
+folder, which is kept). At the end it stops both with SIGTERM.
 
 It prints the first, last, minimum and maximum of each, and after the warm-up (the first
 `--warmup-minutes`, by default a tenth of the run and at least one minute: caches and pools
-fill) whether each process's RSS (whole, then its anonymous and its file-backed part) stayed within +-10 % of its first sample after the warm-up, its
-trend, the floor and the peak of each minute (every window makes a sawtooth: a leak shows as
+fill) whether each process's RSS (whole, then its anonymous and its file-backed part) stayed
+within +-10 % of its first sample after the warm-up, its trend, the floor and the peak of each minute (every window makes a sawtooth: a leak shows as
 them rising), and whether the fds and threads grew (the second half reaching higher than the first:
 connections come and go, so they move by a few).
 
