@@ -18,9 +18,10 @@ folder, which is kept). At the end it stops both with SIGTERM.
 It prints the first, last, minimum and maximum of each, and after the warm-up (the first
 `--warmup-minutes`, by default a tenth of the run and at least one minute: caches and pools
 fill) whether each process's RSS (whole, then its anonymous and its file-backed part) stayed
-within +-10 % of its first sample after the warm-up, its trend, the floor and the peak of each minute (every window makes a sawtooth: a leak shows as
-them rising), and whether the fds and threads grew (the second half reaching higher than the first:
-connections come and go, so they move by a few).
+within +-10 % of its first sample after the warm-up, its trend, the floor and the peak of each
+minute (every window makes a sawtooth: a leak shows as them rising), and whether the fds and
+threads grew (the second half reaching higher than the first: connections come and go, so they
+move by a few).
 
 `--summarise CSV` prints the summary of an earlier soak's samples again.
 
