@@ -5,6 +5,7 @@
 //! finished every rollout it waits for (the writer tells each waiter which rollouts a commit
 //! finished); the watchdog runs before every call and on a background tick, as in memory.
 
+mod checkpointer;
 mod queries;
 mod recall;
 mod schema;
@@ -82,11 +83,12 @@ impl SqliteLightningStore {
         // No memory map (SQLite's default): a map of the file counts in the process's resident
         // memory, and over an hour's soak it grew to the map's size (1 GiB) while the store's own
         // memory stayed flat; the bench's dequeue measured the same with and without it.
-        // Fold the write-ahead log into the file every 16,000 pages (64 MiB) rather than 1,000:
-        // each fold syncs both files, and pages written again meanwhile are copied once.
-        conn.pragma_update(None, "wal_autocheckpoint", 16000)
+        // SQLite's own fold of the write-ahead log, where the checkpointer cannot hook commits:
+        // every 16,000 pages (64 MiB) rather than 1,000 (see `checkpointer.rs`).
+        conn.pragma_update(None, "wal_autocheckpoint", checkpointer::FOLD_PAGES)
             .map_err(open_error)?;
         schema::migrate(&mut conn, &place)?;
+        let fold = checkpointer::Fold::start(&mut conn, path);
 
         let (sender, receiver) = mpsc::channel::<Message>();
         let inner = Arc::new(Inner {
@@ -99,7 +101,7 @@ impl SqliteLightningStore {
         let waiters = Arc::clone(&inner.waiters);
         std::thread::Builder::new()
             .name("agl-sqlite-writer".into())
-            .spawn(move || writer::run(conn, receiver, |finished| waiters.heard(&finished)))
+            .spawn(move || writer::run(conn, fold, receiver, |finished| waiters.heard(&finished)))
             .map_err(|e| DbError::Other {
                 place,
                 reason: format!("cannot start its writer thread: {e}"),

@@ -4,6 +4,7 @@
 //! acknowledged once it is in the database (group commit, WAL). Reads go through it too, so they
 //! see every acknowledged write. Between transactions it keeps a [`Recall`] of what it wrote.
 
+use super::checkpointer::Fold;
 use super::recall::Recall;
 use super::tx::{SqliteTx, db_error};
 use agl_store::StoreError;
@@ -36,17 +37,20 @@ pub(crate) enum Message {
 }
 
 /// Runs jobs until every sender is gone; `on_finished` hears the rollouts that finished in each
-/// committed group.
-pub(crate) fn run(mut conn: Connection, messages: mpsc::Receiver<Message>, on_finished: impl Fn(Vec<String>)) {
+/// committed group, and `fold` keeps the write-ahead log short.
+pub(crate) fn run(
+    mut conn: Connection,
+    fold: Fold,
+    messages: mpsc::Receiver<Message>,
+    on_finished: impl Fn(Vec<String>),
+) {
     let mut recall = Recall::default();
     let mut next = messages.recv().ok();
     while let Some(message) = next.take() {
         let first = match message {
             Message::Job(job) => job,
             Message::Checkpoint(answer) => {
-                let done = conn
-                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-                    .map_err(db_error);
+                let done = fold.checkpoint(&conn, "TRUNCATE").map_err(db_error);
                 let _ = answer.send(done);
                 next = messages.recv().ok();
                 continue;
@@ -65,9 +69,11 @@ pub(crate) fn run(mut conn: Connection, messages: mpsc::Receiver<Message>, on_fi
             }
         }
         let (answers, finished, failure) = run_group(&mut conn, &mut recall, group);
+        fold.heard_commit();
         for answer in answers {
             answer(failure.clone());
         }
+        fold.finish_if_due(&conn);
         if failure.is_none() && !finished.is_empty() {
             on_finished(finished);
         }
