@@ -3,7 +3,8 @@
 //! (`agl_store::transitions`) over [`tx::SqliteTx`] and commits groups of calls together; a call
 //! returns once its change is committed. `wait_for_rollouts` sleeps until the commits have
 //! finished every rollout it waits for (the writer tells each waiter which rollouts a commit
-//! finished); the watchdog runs before every call and on a background tick, as in memory.
+//! finished); the watchdog runs before every call and on a background tick, as in memory. The
+//! write-ahead log is folded into the file mostly by a thread of its own (`checkpointer.rs`).
 
 mod checkpointer;
 mod queries;
