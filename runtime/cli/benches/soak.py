@@ -54,9 +54,9 @@ FIELDS = ["seconds", "finished", "store_bytes"] + [
     for what in ("rss_kib", "rss_anon_kib", "rss_file_kib", "fds", "threads")
 ]
 # Resident memory, whole and in its two parts: RssAnon is the process's own memory (heap, stacks);
-# RssFile is pages of mapped files (the binary, and the SQLite file, which the store maps up to
-# 1 GiB of): the kernel's page cache, shared and given back under memory pressure, and growing
-# with the database as the store reads more of it.
+# RssFile is pages of mapped files (the binary; before 2026-11-26 also the SQLite file, which the
+# store then mapped up to 1 GiB of): the kernel's page cache, shared and given back under memory
+# pressure.
 RSS_KINDS = (("rss_kib", "VmRSS"), ("rss_anon_kib", "RssAnon"), ("rss_file_kib", "RssFile"))
 
 
