@@ -38,6 +38,14 @@ struct Shared {
     running: Mutex<()>,
 }
 
+impl Shared {
+    /// Runs a checkpoint of `mode` on `conn`, once no other is running.
+    fn checkpoint(&self, conn: &Connection, mode: &str) -> rusqlite::Result<()> {
+        let _running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |_| Ok(()))
+    }
+}
+
 /// The writer's side of the fold.
 pub(crate) struct Fold {
     shared: Arc<Shared>,
@@ -85,8 +93,9 @@ impl Fold {
         }
     }
 
-    /// After a commit: nudges the checkpointer when the log has grown past the threshold.
-    pub fn heard_commit(&self) {
+    /// After a commit: nudges the checkpointer when the log has grown past the threshold. A
+    /// checkpointer found gone is dropped: from then on the writer folds at the threshold.
+    pub fn heard_commit(&mut self) {
         let pages = self.shared.log_pages.load(Ordering::Relaxed);
         if pages < self.fold_pages {
             return;
@@ -99,6 +108,7 @@ impl Fold {
                 Ok(()) | Err(TrySendError::Full(())) => {}
                 Err(TrySendError::Disconnected(())) => {
                     tracing::warn!("SQLite store: the checkpointer has stopped; the writer folds the log itself");
+                    self.nudge = None;
                 }
             }
         }
@@ -126,8 +136,7 @@ impl Fold {
 
     /// Runs a checkpoint of `mode` on `conn`, once no other is running.
     pub fn checkpoint(&self, conn: &Connection, mode: &str) -> rusqlite::Result<()> {
-        let _running = self.shared.running.lock().unwrap_or_else(PoisonError::into_inner);
-        conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |_| Ok(()))
+        self.shared.checkpoint(conn, mode)
     }
 }
 
@@ -141,11 +150,7 @@ fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<SyncSender<()>
         .name("agl-sqlite-fold".into())
         .spawn(move || {
             for () in nudged {
-                let copied = {
-                    let _running = shared.running.lock().unwrap_or_else(PoisonError::into_inner);
-                    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-                };
-                if let Err(error) = copied {
+                if let Err(error) = shared.checkpoint(&conn, "PASSIVE") {
                     tracing::warn!("SQLite store: the checkpointer could not fold the log: {error}");
                 }
                 shared.pass_done.store(true, Ordering::Release);
@@ -194,7 +199,7 @@ mod tests {
     }
 
     /// Commits `n` rows of 6 KiB (two pages each), doing after each what the writer does.
-    fn commit_rows(conn: &Connection, fold: &Fold, from: i64, n: i64) {
+    fn commit_rows(conn: &Connection, fold: &mut Fold, from: i64, n: i64) {
         for row in from..from + n {
             conn.execute("INSERT INTO blobs (n, data) VALUES (?1, zeroblob(6000))", [row])
                 .unwrap();
@@ -210,8 +215,8 @@ mod tests {
     #[test]
     fn the_log_stays_short_under_commits_that_never_stop_and_nothing_is_lost() {
         let dir = Scratch::new("short");
-        let (conn, fold, path) = writer(dir.path(), 50);
-        commit_rows(&conn, &fold, 0, 3000);
+        let (conn, mut fold, path) = writer(dir.path(), 50);
+        commit_rows(&conn, &mut fold, 0, 3000);
         // 3,000 commits wrote over 6,000 pages; folded every 50, the log's file (which SQLite
         // writes again from its start after a whole fold, without shrinking it) stays within
         // the fallback's length.
@@ -234,7 +239,7 @@ mod tests {
     fn the_checkpointers_pass_is_not_taken_for_another_writer() {
         // The writer's recall trusts what it remembers while `data_version` stays the same.
         let dir = Scratch::new("version");
-        let (conn, fold, _) = writer(dir.path(), 20);
+        let (conn, mut fold, _) = writer(dir.path(), 20);
         let version = |conn: &Connection| -> i64 { conn.query_row("PRAGMA data_version", [], |r| r.get(0)).unwrap() };
         let before = version(&conn);
         for row in 0..15 {
@@ -251,7 +256,7 @@ mod tests {
         }
         fold.finish_if_due(&conn);
         assert!(!fold.shared.folding.load(Ordering::Acquire));
-        commit_rows(&conn, &fold, 100, 1);
+        commit_rows(&conn, &mut fold, 100, 1);
         assert_eq!(version(&conn), before);
     }
 
@@ -265,7 +270,23 @@ mod tests {
             .unwrap();
         let mut fold = Fold::start_at(&mut conn, &path, 50);
         fold.nudge = None;
-        commit_rows(&conn, &fold, 0, 1000);
+        commit_rows(&conn, &mut fold, 0, 1000);
+        assert!(
+            wal_bytes(&path) <= 60 * 4096,
+            "write-ahead log {} bytes",
+            wal_bytes(&path)
+        );
+    }
+
+    #[test]
+    fn a_checkpointer_found_gone_leaves_the_writer_folding_at_the_threshold() {
+        let dir = Scratch::new("gone");
+        let (conn, mut fold, path) = writer(dir.path(), 50);
+        let (dead, receiver) = mpsc::sync_channel::<()>(1);
+        drop(receiver);
+        fold.nudge = Some(dead);
+        commit_rows(&conn, &mut fold, 0, 1000);
+        assert!(fold.nudge.is_none());
         assert!(
             wal_bytes(&path) <= 60 * 4096,
             "write-ahead log {} bytes",

@@ -40,7 +40,7 @@ pub(crate) enum Message {
 /// committed group, and `fold` keeps the write-ahead log short.
 pub(crate) fn run(
     mut conn: Connection,
-    fold: Fold,
+    mut fold: Fold,
     messages: mpsc::Receiver<Message>,
     on_finished: impl Fn(Vec<String>),
 ) {
