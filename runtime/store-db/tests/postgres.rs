@@ -316,6 +316,41 @@ fn replicas_opening_a_new_database_together_migrate_it_once() {
     assert_eq!(versions.trim(), SCHEMA_VERSION.to_string());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_database_is_migrated_with_its_records_kept() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url = server.fresh_database();
+    let store = PostgresLightningStore::open(&url, StoreOptions::default()).unwrap();
+    let queued = store
+        .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!("kept")))
+        .await
+        .unwrap();
+    drop(store);
+    // Back to what version 1 left: its status index, its version.
+    server.psql(
+        &url,
+        "CREATE INDEX rollouts_status ON rollouts (status); UPDATE agl_schema SET version = 1",
+    );
+    let store = PostgresLightningStore::open(&url, StoreOptions::default()).unwrap();
+    assert_eq!(
+        server.psql(&url, "SELECT version FROM agl_schema").trim(),
+        SCHEMA_VERSION.to_string()
+    );
+    let indexes = server.psql(
+        &url,
+        "SELECT count(*) FROM pg_indexes WHERE indexname = 'rollouts_status'",
+    );
+    assert_eq!(indexes.trim(), "0", "version 2 drops it");
+    let taken = store
+        .dequeue_rollout(Some("w"))
+        .await
+        .unwrap()
+        .expect("the queued rollout");
+    assert_eq!(taken.rollout.rollout_id, queued.rollout_id);
+}
+
 #[test]
 fn a_database_with_a_newer_schema_is_refused() {
     let Some(server) = agl_testkit::postgres::server() else {

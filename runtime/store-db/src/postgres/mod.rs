@@ -9,23 +9,25 @@
 //! # The client crate
 //!
 //! [`agl_store::Storage`] is synchronous (a transition calls it step by step inside one
-//! transaction), so this backend uses the synchronous `postgres` crate: each pool thread owns one
-//! `postgres::Client` (tokio-postgres driven by a current-thread runtime of its own, on that
-//! thread) and blocks on it. The alternative, `tokio-postgres` + `deadpool-postgres` driven
-//! through `Handle::block_on` from blocking threads, speaks the same protocol through the same
-//! code but hops to a runtime worker and back on every statement, ties the connections to the
-//! runtime that made the store (a store shared by threads each with its own runtime, or outliving
-//! its runtime, loses them), and adds a pool crate for what `pool.rs` does in 150 lines. Measured
-//! on the 2-core development machine (other builds running), local server, fsync off, 4
-//! connections each running `BEGIN; UPDATE ... RETURNING; COMMIT`: the sync client 8,500-10,800
-//! transactions/s, tokio-postgres + `block_on` 6,500-7,200. tokio-postgres on a runtime per pool
-//! thread, to pipeline the writes whose answer a transition does not need with the next statement,
-//! was tried too: +5-15% in that micro-benchmark, and slower through the debug-built store (229
-//! against 312 rollouts/s, same server, back to back), so it was left out. sqlx was not tried: it
-//! is async-only too (the same bridging) and its query layer is of no use here. Through the whole
-//! store (`tests/postgres.rs`, `throughput_figure`: enqueue, dequeue, succeed; 8 tasks, 8
-//! connections; debug build) the same machine does 250-710 rollouts/s (750-2,100 calls/s),
-//! depending on what else runs on it.
+//! transaction), so each call runs on a pool thread (`pool.rs`) that owns one connection:
+//! tokio-postgres's client, driven by a current-thread runtime of that thread's own (`conn.rs`),
+//! which the thread blocks on. That is what the synchronous `postgres` crate does too, but only
+//! the asynchronous client sends several statements before reading their answers, and
+//! `tx.rs` needs that: the statements whose answers a transition does not read (`BEGIN`, the
+//! writes) and the answers it assumes (the watchdog's question, an insert of a new id) go
+//! together with the next statement it reads, or with `COMMIT`. An enqueue is two round trips,
+//! a dequeue and an add_span three (before: five, eight and seven). The synchronous crate stays
+//! for the migrations and the listening thread. Driving tokio-postgres from the store's own
+//! runtime through `Handle::block_on` was measured slower (a hop to a runtime worker and back on
+//! every statement) and ties the connections to the runtime that made the store; sqlx is
+//! async-only too, and its query layer is of no use here.
+//!
+//! What limits this store is PostgreSQL's own work per statement, not the round trips: on the
+//! 2-core development machine its server processes take most of both cores under load while
+//! each call runs five to seven statements (see `runtime/cli/benches/README.md`). Through the
+//! whole store (`tests/postgres.rs`, `throughput_figure`: enqueue, dequeue, succeed; 8 tasks,
+//! 8 connections; release build; fsync on) the same machine does about 900 rollouts/s
+//! (2,700 calls/s).
 
 mod conn;
 mod listen;
@@ -94,7 +96,7 @@ impl PostgresLightningStore {
     /// [`PostgresLightningStore::open`] with up to `pool_size` connections (at least one).
     pub fn open_with_pool_size(url: &str, options: StoreOptions, pool_size: usize) -> Result<Self, DbError> {
         let place = DbUrl::Postgres(url.to_owned()).redacted();
-        let mut config: ::postgres::Config = url.parse().map_err(|e| DbError::Url {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| DbError::Url {
             url: place.clone(),
             reason: format!("not a PostgreSQL URL: {}", conn::describe(&e)),
         })?;
@@ -104,7 +106,7 @@ impl PostgresLightningStore {
         if config.get_application_name().is_none() {
             config.application_name("agl-host");
         }
-        let listen_config = Arc::new(config.clone());
+        let listen_config = Arc::new(::postgres::Config::from(config.clone()));
         let migrate_place = place.clone();
         let pool = Pool::open(config, &place, pool_size, move |client| {
             schema::migrate(client, &migrate_place)
@@ -399,12 +401,11 @@ impl StoreBackend for PostgresLightningStore {
         let text = tx::to_json(record)?;
         self.inner
             .write(move |tx, _| {
-                tx.exec(
+                tx.write(
                     "INSERT INTO store_values (key, value) VALUES ('run', $1)
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    &[&text],
+                    vec![Box::new(text.clone())],
                 )
-                .map(|_| ())
             })
             .await
     }

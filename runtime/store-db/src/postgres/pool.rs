@@ -4,17 +4,19 @@
 //! store used by one task holds one connection. A call is a [`Job`] the next free thread takes.
 //! [`Session::transact`]: `BEGIN`, the operation over a [`PgTx`], `COMMIT` (preceded by
 //! `NOTIFY agl_rollouts_finished` when rollouts finished), the whole run again on a
-//! serialization failure or a deadlock. What a call does is `mod.rs`'s and `tx.rs`'s.
+//! serialization failure or a deadlock, and again without assuming answers when an assumed one
+//! was wrong. What a call does is `mod.rs`'s and `tx.rs`'s.
 
-use super::conn::{Conn, connect, db_error, describe, is_broken, is_retryable};
+use super::conn::{Conn, connect, describe};
 use super::tx::PgTx;
 use crate::error::DbError;
-use ::postgres::{Client, Config};
+use ::postgres::Client;
 use agl_store::{Clock, StoreError, StoreResult};
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio_postgres::Config;
 
 /// The channel every commit that finished a rollout notifies.
 pub(crate) const CHANNEL: &str = "agl_rollouts_finished";
@@ -55,21 +57,21 @@ impl Session {
     /// The open connection, opening it (again) if there is none or it broke.
     fn conn(&mut self) -> StoreResult<&mut Conn> {
         let conn = match self.conn.take() {
-            Some(conn) if !conn.client.is_closed() => conn,
-            _ => Conn::new(connect(&self.config).map_err(|e| {
+            Some(conn) if !conn.is_closed() => conn,
+            _ => Conn::open(&self.config).map_err(|reason| {
                 StoreError::Backend(format!(
-                    "cannot connect to the PostgreSQL store {}: {}",
-                    self.place,
-                    describe(&e)
+                    "cannot connect to the PostgreSQL store {}: {reason}",
+                    self.place
                 ))
-            })?),
+            })?,
         };
         Ok(self.conn.insert(conn))
     }
 
     /// Runs `op` in a transaction, at the clock's now, and commits it: the value, and whether a
     /// rollout finished. `op` runs again from the start (a fresh transaction, the time read
-    /// again) after a serialization failure or a deadlock, a few times.
+    /// again) after a serialization failure or a deadlock, a few times, and once more without
+    /// assuming answers if an assumed one was wrong (see `tx.rs`).
     pub fn transact<T>(
         &mut self,
         isolation: Isolation,
@@ -77,13 +79,20 @@ impl Session {
         mut op: impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
     ) -> StoreResult<(T, bool)> {
         let mut tries = 0;
+        let mut speculative = true;
         loop {
             tries += 1;
-            let outcome = run_once(self.conn()?, isolation, clock.now(), &mut op);
+            let outcome = run_once(self.conn()?, isolation, speculative, clock.now(), &mut op);
             match outcome {
                 Ok(done) => return Ok(done),
                 Err(failed) => {
-                    if failed.broken || self.conn.as_ref().is_some_and(|conn| conn.client.is_closed()) {
+                    if failed.mispredicted {
+                        speculative = false;
+                        if tries < MAX_TRIES {
+                            continue;
+                        }
+                    }
+                    if failed.broken || self.conn.as_ref().is_some_and(Conn::is_closed) {
                         // Opened again by the next try, or the next call.
                         self.conn = None;
                     }
@@ -106,73 +115,40 @@ struct Failed {
     again: bool,
     /// The connection is gone.
     broken: bool,
+    /// An assumed answer was wrong: run it again without assuming.
+    mispredicted: bool,
 }
 
 /// One try: the value and whether a rollout finished, or why it failed.
 fn run_once<T>(
     conn: &mut Conn,
     isolation: Isolation,
+    speculative: bool,
     now: f64,
     op: &mut impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
 ) -> Result<(T, bool), Failed> {
     // Until COMMIT is sent, a connection that broke committed nothing: the call may run again
     // on a new one. A COMMIT whose answer was lost may have committed: that is the caller's error.
-    let begun = PgTx::begin(conn, isolation.begin(), now);
-    let mut tx = match begun {
-        Ok(tx) => tx,
-        Err(error) => {
-            let broken = is_broken(&error) || conn.client.is_closed();
-            return Err(Failed {
-                again: broken || is_retryable(&error),
-                broken,
-                error: db_error(error),
-            });
-        }
-    };
+    let mut tx = PgTx::begin(conn, isolation.begin(), speculative);
     let result = op(&mut tx, now);
-    let (finished, retryable, broken) = (tx.finished, tx.retryable, tx.broken);
+    let finished = tx.finished;
+    let result = result.and_then(|value| {
+        // The notification is delivered at the commit, and only if it commits.
+        tx.commit(finished).map(|()| value)
+    });
     match result {
-        Ok(value) => {
-            // The notification is delivered at the commit, and only if it commits.
-            let commit = if finished {
-                "NOTIFY agl_rollouts_finished; COMMIT"
-            } else {
-                "COMMIT"
-            };
-            match conn.client.batch_execute(commit) {
-                Ok(()) => Ok((value, finished)),
-                Err(error) => {
-                    let broken = is_broken(&error) || conn.client.is_closed();
-                    if !broken {
-                        rollback(conn);
-                    }
-                    Err(Failed {
-                        again: is_retryable(&error),
-                        broken,
-                        error: db_error(error),
-                    })
-                }
-            }
-        }
+        Ok(value) => Ok((value, finished)),
         Err(error) => {
-            let broken = broken || conn.client.is_closed();
-            if !broken {
-                rollback(conn);
-            }
+            tx.rollback();
+            let broken = tx.broken || tx.is_closed();
             Err(Failed {
                 error,
-                again: retryable || broken,
+                // After COMMIT went out on a connection that broke, it may have committed.
+                again: tx.retryable || (broken && !tx.commit_sent),
                 broken,
+                mispredicted: tx.mispredicted,
             })
         }
-    }
-}
-
-fn rollback(conn: &mut Conn) {
-    if let Err(error) = conn.client.batch_execute("ROLLBACK")
-        && !conn.client.is_closed()
-    {
-        tracing::warn!("PostgreSQL store: ROLLBACK failed: {}", describe(&error));
     }
 }
 
@@ -240,15 +216,20 @@ impl Pool {
         let spawned = std::thread::Builder::new().name("agl-postgres".into()).spawn(move || {
             let shared = thread_shared;
             let place = shared.place.to_string();
-            let client = connect(&shared.config).map_err(|e| DbError::Other {
+            let cannot_connect = |reason: String| DbError::Other {
                 place: place.clone(),
-                reason: format!("cannot connect: {}", describe(&e)),
-            });
-            let ready = client.and_then(|mut client| setup(&mut client).map(|()| client));
+                reason: format!("cannot connect: {reason}"),
+            };
+            // The setup runs on a synchronous connection of its own, closed after it.
+            let client =
+                connect(&::postgres::Config::from((*shared.config).clone())).map_err(|e| cannot_connect(describe(&e)));
+            let ready = client
+                .and_then(|mut client| setup(&mut client))
+                .and_then(|()| Conn::open(&shared.config).map_err(cannot_connect));
             match ready {
-                Ok(client) => {
+                Ok(conn) => {
                     let _ = opened.send(Ok(()));
-                    work(&shared, Some(Conn::new(client)));
+                    work(&shared, Some(conn));
                 }
                 Err(error) => {
                     shared.lock().threads -= 1;

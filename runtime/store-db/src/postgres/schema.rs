@@ -9,7 +9,10 @@ use crate::error::DbError;
 use ::postgres::Client;
 
 /// The migrations, in order: migration `i` (0-based) takes the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_store.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_store.sql"),
+    include_str!("../../migrations/postgres/0002_hot_updates.sql"),
+];
 
 /// The schema version this binary writes.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

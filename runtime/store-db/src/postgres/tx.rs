@@ -3,9 +3,21 @@
 //! rollout, attempt and worker row a transition reads is locked (`FOR UPDATE`) until the commit,
 //! in the transitions' order (rollout, then attempt, then worker); the queue and the watchdog's
 //! agenda are popped with `FOR UPDATE SKIP LOCKED`, so two replicas never take the same entry;
-//! counters move with `UPDATE ... RETURNING`. It does not begin, commit or retry: `pool.rs` does.
+//! counters move with `UPDATE ... RETURNING`. `pool.rs` decides when a transaction runs again.
+//!
+//! # Round trips
+//!
+//! A statement whose answer the transition does not read (`BEGIN`, a write) is not sent at once:
+//! it goes, pipelined, with the next statement whose answer is read, or with `COMMIT`. Where an
+//! answer is nearly always the same, a *speculative* transaction assumes it and lets the
+//! statement go with the next ones: the watchdog's question at the start of each call ("nothing
+//! is due"), and the insert of a new rollout or span ("the id is new": the insert has no `ON
+//! CONFLICT`, so a duplicate fails it). An assumption found wrong when its answer comes back
+//! fails the transaction before it commits ([`PgTx::mispredicted`]), and `pool.rs` runs the call
+//! again without assuming. An enqueue is then two round trips, a dequeue or an add_span three.
 
-use super::conn::{Conn, db_error, describe, is_broken, is_retryable};
+use super::conn::{Answer, Conn, Request, db_error, describe, is_broken, is_retryable, is_unique_violation};
+use ::postgres::Statement;
 use ::postgres::types::{FromSql, ToSql};
 use ::postgres::{Row, SimpleQueryMessage};
 use agl_store::model::*;
@@ -15,8 +27,10 @@ use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Parameters of a statement.
-pub(crate) type Params<'p> = [&'p (dyn ToSql + Sync)];
+pub(crate) use super::conn::Params;
+
+/// A parameter a statement keeps until it is sent.
+pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
 
 pub(crate) fn to_json<T: Serialize>(value: &T) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode a record: {e}")))
@@ -45,79 +59,208 @@ fn sequence(value: i64) -> StoreResult<u32> {
     u32::try_from(value).map_err(|_| StoreError::Backend(format!("a stored sequence id is out of range: {value}")))
 }
 
+/// The watchdog's question with `$time` in its place (a literal), for one text.
+macro_rules! watchdog_question {
+    ($time:literal) => {
+        concat!(
+            "SELECT COALESCE((SELECT min(watchdog_at) FROM attempts) < ",
+            $time,
+            ", false)"
+        )
+    };
+}
+
+/// Whether the watchdog has anything due before `$1`. Asked as the earliest deadline, which
+/// PostgreSQL reads from the end of the `attempts_watchdog` index whatever `$1` is; the plan of
+/// `EXISTS (... WHERE watchdog_at < $1)`, prepared without knowing `$1`, scanned the whole
+/// table whenever nothing was due.
+const WATCHDOG_QUESTION: &str = watchdog_question!("$1");
+
+/// A statement waiting to go with the next one whose answer is read.
+struct Pending {
+    statement: Deferred,
+    params: Vec<Param>,
+    /// What its answer is assumed to be, if anything.
+    assumed: Assumed,
+}
+
+enum Deferred {
+    Simple(&'static str),
+    /// `BEGIN` and the watchdog's question in one simple-protocol message.
+    BeginAndAsk(String),
+    Prepared(Statement),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Assumed {
+    /// Nothing: only a failure matters.
+    Nothing,
+    /// The watchdog's question, assumed answered "nothing due".
+    NothingDue,
+    /// An insert, assumed to meet no row with its key.
+    NewKey,
+}
+
 /// One call's view of the database, inside its transaction.
 pub(crate) struct PgTx<'c> {
     conn: &'c mut Conn,
+    /// Statements not sent yet (the first is `BEGIN`, until something is sent).
+    pending: Vec<Pending>,
+    /// Whether `BEGIN` has been sent (so there is a transaction to roll back).
+    begun: bool,
+    /// Whether answers may be assumed (see the module's doc).
+    speculative: bool,
+    /// The time the watchdog's question was asked for, its answer "nothing due" assumed (until it
+    /// comes back) or known.
+    nothing_due_at: Option<f64>,
     /// The rollouts this transaction has locked (read or written), as stored.
     rollouts: HashMap<String, Rollout>,
     /// How many attempts each locked rollout has, once known: attempts are only added under
     /// the rollout's lock, so the number holds until the commit (this transaction's own
     /// additions kept in it).
     attempt_counts: HashMap<String, u32>,
+    /// The attempts this transaction has locked (read or written), as stored, by rollout.
+    attempts: HashMap<String, Vec<Attempt>>,
     /// The latest resources id, once read (this transaction's own changes kept in it).
     latest_resources: Option<Option<String>>,
     /// A rollout finished in this transaction: waiters are told after the commit.
     pub finished: bool,
-    /// A statement failed with a serialization failure or a deadlock: run the call again.
+    /// A statement failed with a serialization failure or a deadlock, or an assumption was
+    /// wrong: run the call again.
     pub retryable: bool,
+    /// An assumption was wrong: run the call again without assuming.
+    pub mispredicted: bool,
     /// A statement found the connection gone (see [`is_broken`]).
     pub broken: bool,
-    /// Whether the watchdog was due at this time, asked together with `BEGIN` (every call
-    /// starts with that question: one round trip fewer); used once.
-    due: Option<(f64, bool)>,
+    /// A statement failed (or an assumption was wrong): the transaction must not commit.
+    failed: bool,
+    /// `COMMIT` was sent (whether it committed is unknown if its answer was lost).
+    pub commit_sent: bool,
 }
 
 impl<'c> PgTx<'c> {
-    /// Begins a transaction with `begin` (`BEGIN ...`), asking in the same round trip whether
-    /// the watchdog is due at `now`.
-    pub fn begin(conn: &'c mut Conn, begin: &str, now: f64) -> Result<Self, ::postgres::Error> {
-        let mut due = None;
-        if now.is_finite() {
-            // `{:?}` writes the shortest text that reads back as the same f64, as float8 does.
-            let messages = conn.client.simple_query(&format!(
-                "{begin}; SELECT EXISTS (SELECT 1 FROM attempts WHERE watchdog_at < '{now:?}'::float8)"
-            ))?;
-            due = messages.iter().find_map(|message| match message {
-                SimpleQueryMessage::Row(row) => row.get(0).map(|value| (now, value == "t")),
-                _ => None,
-            });
-        } else {
-            conn.client.batch_execute(begin)?;
-        }
-        Ok(Self {
+    /// A transaction that `begin` (`BEGIN ...`) will open, sent with its first statement;
+    /// `speculative` lets it assume answers (see the module's doc).
+    pub fn begin(conn: &'c mut Conn, begin: &'static str, speculative: bool) -> Self {
+        Self {
             conn,
+            pending: vec![Pending {
+                statement: Deferred::Simple(begin),
+                params: Vec::new(),
+                assumed: Assumed::Nothing,
+            }],
+            begun: false,
+            speculative,
+            nothing_due_at: None,
             rollouts: HashMap::new(),
             attempt_counts: HashMap::new(),
+            attempts: HashMap::new(),
             latest_resources: None,
             finished: false,
             retryable: false,
+            mispredicted: false,
             broken: false,
-            due,
-        })
+            failed: false,
+            commit_sent: false,
+        }
     }
 
     fn fail(&mut self, error: ::postgres::Error) -> StoreError {
+        self.failed = true;
         self.retryable |= is_retryable(&error);
         self.broken |= is_broken(&error);
         db_error(error)
     }
 
-    /// Runs a statement; how many rows it changed.
-    pub fn exec(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<u64> {
-        let done = match self.conn.statement(sql) {
-            Ok(statement) => self.conn.client.execute(&statement, params),
-            Err(error) => Err(error),
-        };
-        done.map_err(|e| self.fail(e))
+    fn mispredict(&mut self, what: &str) -> StoreError {
+        self.failed = true;
+        self.retryable = true;
+        self.mispredicted = true;
+        StoreError::Backend(format!("PostgreSQL: {what}; the call runs again"))
     }
 
-    /// Every row of a query.
+    fn prepared(&mut self, sql: &'static str) -> StoreResult<Statement> {
+        self.conn.statement(sql).map_err(|e| self.fail(e))
+    }
+
+    /// Sends what is pending and then `last` (if any) in one round trip; `last`'s answer, once
+    /// every pending statement succeeded and every assumption held.
+    fn send(&mut self, last: Option<Request<'_>>) -> StoreResult<Option<Answer>> {
+        if self.failed {
+            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let params: Vec<Vec<&(dyn ToSql + Sync)>> = pending
+            .iter()
+            .map(|item| {
+                item.params
+                    .iter()
+                    .map(|param| &**param as &(dyn ToSql + Sync))
+                    .collect()
+            })
+            .collect();
+        let mut requests: Vec<Request<'_>> = pending
+            .iter()
+            .zip(&params)
+            .map(|(item, params)| match &item.statement {
+                Deferred::Simple(sql) => Request::Simple(sql),
+                Deferred::BeginAndAsk(sql) => Request::SimpleRows(sql),
+                Deferred::Prepared(statement) => Request::Count(statement, params),
+            })
+            .collect();
+        requests.extend(last);
+        let mut answers = self.conn.pipeline(&requests).into_iter();
+        self.begun = true;
+        for item in &pending {
+            let Some(answer) = answers.next() else {
+                return Err(StoreError::Backend(
+                    "PostgreSQL: a pipelined statement had no answer".into(),
+                ));
+            };
+            match (answer, item.assumed) {
+                (Err(error), Assumed::NewKey) if is_unique_violation(&error) => {
+                    return Err(self.mispredict("an id assumed new was there already"));
+                }
+                (Err(error), _) => return Err(self.fail(error)),
+                (Ok(Answer::Text(messages)), Assumed::NothingDue) => {
+                    let due = messages.iter().any(|message| match message {
+                        SimpleQueryMessage::Row(row) => row.get(0) != Some("f"),
+                        _ => false,
+                    });
+                    if due {
+                        return Err(self.mispredict("the watchdog had work due"));
+                    }
+                }
+                (Ok(_), _) => {}
+            }
+        }
+        match answers.next() {
+            Some(Ok(answer)) => Ok(Some(answer)),
+            Some(Err(error)) => Err(self.fail(error)),
+            None => Ok(None),
+        }
+    }
+
+    /// Sends `sql` now (with whatever is pending); how many rows it changed.
+    pub fn exec(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<u64> {
+        let statement = self.prepared(sql)?;
+        match self.send(Some(Request::Count(&statement, params)))? {
+            Some(Answer::Count(count)) => Ok(count),
+            _ => Err(StoreError::Backend(
+                "PostgreSQL: a statement had an unexpected answer".into(),
+            )),
+        }
+    }
+
+    /// Every row of a query (sent now, with whatever is pending).
     pub fn rows(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<Vec<Row>> {
-        let done = match self.conn.statement(sql) {
-            Ok(statement) => self.conn.client.query(&statement, params),
-            Err(error) => Err(error),
-        };
-        done.map_err(|e| self.fail(e))
+        let statement = self.prepared(sql)?;
+        match self.send(Some(Request::Rows(&statement, params)))? {
+            Some(Answer::Rows(rows)) => Ok(rows),
+            _ => Err(StoreError::Backend(
+                "PostgreSQL: a query had an unexpected answer".into(),
+            )),
+        }
     }
 
     /// The first row of a query, if any.
@@ -128,6 +271,69 @@ impl<'c> PgTx<'c> {
     /// Column 0 of the first row, if any.
     pub fn value<T: for<'r> FromSql<'r>>(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<Option<T>> {
         self.row(sql, params)?.map(|row| column(&row, 0)).transpose()
+    }
+
+    /// A statement whose answer is not read: sent with the next one that is, or with `COMMIT`
+    /// (its failure fails that one).
+    pub fn write(&mut self, sql: &'static str, params: Vec<Param>) -> StoreResult<()> {
+        self.defer(sql, params, Assumed::Nothing)
+    }
+
+    fn defer(&mut self, sql: &'static str, params: Vec<Param>, assumed: Assumed) -> StoreResult<()> {
+        if self.failed {
+            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
+        }
+        let statement = self.prepared(sql)?;
+        self.pending.push(Pending {
+            statement: Deferred::Prepared(statement),
+            params,
+            assumed,
+        });
+        Ok(())
+    }
+
+    /// Commits: what is pending, then `COMMIT` (after `NOTIFY` when `notify`), in one round trip,
+    /// unless the watchdog's assumed answer is still out: then that comes back first. The transaction is
+    /// over, committed or not, whatever this answers.
+    pub fn commit(&mut self, notify: bool) -> StoreResult<()> {
+        if self.failed {
+            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
+        }
+        if self.pending.iter().any(|item| item.assumed == Assumed::NothingDue) {
+            // An answer that does not fail the transaction is checked before COMMIT goes, so a
+            // wrong assumption never commits. (A duplicate key fails it: COMMIT then rolls back.)
+            self.send(None)?;
+        }
+        let commit = if notify {
+            "NOTIFY agl_rollouts_finished; COMMIT"
+        } else {
+            "COMMIT"
+        };
+        self.commit_sent = true;
+        let sent = self.send(Some(Request::Simple(commit)));
+        // A COMMIT that ran ended the transaction, even after a failed statement (PostgreSQL
+        // answers it with a rollback then).
+        self.begun = false;
+        sent.map(|_| ())
+    }
+
+    /// Whether the connection is gone.
+    pub fn is_closed(&self) -> bool {
+        self.conn.is_closed()
+    }
+
+    /// Rolls back whatever was sent (nothing pending is sent).
+    pub fn rollback(&mut self) {
+        self.pending.clear();
+        if !self.begun || self.broken || self.conn.is_closed() {
+            return;
+        }
+        self.begun = false;
+        if let Err(error) = self.conn.simple("ROLLBACK")
+            && !self.conn.is_closed()
+        {
+            tracing::warn!("PostgreSQL store: ROLLBACK failed: {}", describe(&error));
+        }
     }
 
     /// The rollout, locked, from the transaction's cache or the database.
@@ -147,35 +353,72 @@ impl<'c> PgTx<'c> {
 
     fn write_rollout(&mut self, rollout: &Rollout) -> StoreResult<()> {
         let (status, record) = (status_name(&rollout.status)?, to_json(rollout)?);
-        self.exec(
+        self.write(
             "UPDATE rollouts SET status = $2, record = $3 WHERE rollout_id = $1",
-            &[&rollout.rollout_id, &status, &record],
-        )?;
-        Ok(())
+            vec![Box::new(rollout.rollout_id.clone()), Box::new(status), Box::new(record)],
+        )
     }
 
-    /// Queue heads just popped (queue place, record), in queue order: each is locked and kept;
-    /// those whose rollout still queues go to `out`, stale ones are dropped.
+    /// Queue heads just popped (queue place, record, attempt count), in queue order: each is
+    /// locked and kept with its attempt count; those whose rollout still queues go to `out`,
+    /// stale ones are dropped.
     fn take_heads(&mut self, rows: &[Row], out: &mut Vec<Rollout>) -> StoreResult<()> {
         let mut heads = rows
             .iter()
-            .map(|row| Ok((column::<i64>(row, 0)?, column::<&str>(row, 1)?)))
+            .map(|row| Ok((column::<i64>(row, 0)?, column::<&str>(row, 1)?, column::<i64>(row, 2)?)))
             .collect::<StoreResult<Vec<_>>>()?;
-        heads.sort_unstable_by_key(|(place, _)| *place);
-        for (_, record) in heads {
+        heads.sort_unstable_by_key(|(place, _, _)| *place);
+        for (_, record, attempts) in heads {
             let rollout: Rollout = from_json(record)?;
             if rollout.status.is_queuing() {
                 out.push(rollout.clone());
             }
+            self.attempt_counts
+                .insert(rollout.rollout_id.clone(), sequence(attempts)?);
             self.rollouts.insert(rollout.rollout_id.clone(), rollout);
         }
         Ok(())
+    }
+
+    /// The attempt of a locked rollout this transaction holds already, if any.
+    fn cached_attempt(&self, rollout_id: &str, which: AttemptRef<'_>) -> Option<Option<Attempt>> {
+        let held = self.attempts.get(rollout_id);
+        match which {
+            AttemptRef::Latest => {
+                let count = *self.attempt_counts.get(rollout_id)?;
+                if count == 0 {
+                    return Some(None);
+                }
+                held?
+                    .iter()
+                    .find(|attempt| attempt.sequence_id == count)
+                    .cloned()
+                    .map(Some)
+            }
+            AttemptRef::Id(attempt_id) => held?
+                .iter()
+                .find(|attempt| attempt.attempt_id == attempt_id)
+                .cloned()
+                .map(Some),
+        }
+    }
+
+    /// Keeps an attempt this transaction holds (locked or inserted), as it now is.
+    fn hold_attempt(&mut self, attempt: &Attempt) {
+        let held = self.attempts.entry(attempt.rollout_id.clone()).or_default();
+        match held.iter_mut().find(|a| a.sequence_id == attempt.sequence_id) {
+            Some(slot) => *slot = attempt.clone(),
+            None => held.push(attempt.clone()),
+        }
     }
 
     /// The attempt `which` of the rollout, locked. The same statement counts the rollout's
     /// attempts, kept for [`Storage::attempt_count`] when the rollout is locked (then the
     /// statement saw every attempt there is).
     fn load_attempt(&mut self, rollout_id: &str, which: AttemptRef<'_>) -> StoreResult<Option<Attempt>> {
+        if let Some(held) = self.cached_attempt(rollout_id, which) {
+            return Ok(held);
+        }
         let (record, count): (Option<String>, i64) = match which {
             AttemptRef::Latest => {
                 let row = self.row(
@@ -202,7 +445,11 @@ impl<'c> PgTx<'c> {
         if self.rollouts.contains_key(rollout_id) {
             self.attempt_counts.insert(rollout_id.to_owned(), sequence(count)?);
         }
-        record.map(|text| from_json(&text)).transpose()
+        let attempt: Option<Attempt> = record.map(|text| from_json(&text)).transpose()?;
+        if let Some(attempt) = &attempt {
+            self.hold_attempt(attempt);
+        }
+        Ok(attempt)
     }
 }
 
@@ -226,15 +473,26 @@ impl Storage for PgTx<'_> {
     fn insert_rollout(&mut self, rollout: &Rollout) -> StoreResult<bool> {
         let (status, record) = (status_name(&rollout.status)?, to_json(rollout)?);
         // One statement: take over the counter an unknown id was issued (if any), and insert.
-        let inserted = self.exec(
-            "WITH orphan AS (DELETE FROM orphan_span_counters WHERE rollout_id = $1 RETURNING last)
-             INSERT INTO rollouts (rollout_id, status, record, last_span_sequence)
-             VALUES ($1, $2, $3, COALESCE((SELECT last FROM orphan), 0))
-             ON CONFLICT (rollout_id) DO NOTHING",
-            &[&rollout.rollout_id, &status, &record],
-        )?;
-        if inserted == 0 {
-            return Ok(false);
+        if self.speculative {
+            // Assumed new; a duplicate fails the insert, and the call runs again.
+            self.defer(
+                "WITH orphan AS (DELETE FROM orphan_span_counters WHERE rollout_id = $1 RETURNING last)
+                 INSERT INTO rollouts (rollout_id, status, record, last_span_sequence)
+                 VALUES ($1, $2, $3, COALESCE((SELECT last FROM orphan), 0))",
+                vec![Box::new(rollout.rollout_id.clone()), Box::new(status), Box::new(record)],
+                Assumed::NewKey,
+            )?;
+        } else {
+            let inserted = self.exec(
+                "WITH orphan AS (DELETE FROM orphan_span_counters WHERE rollout_id = $1 RETURNING last)
+                 INSERT INTO rollouts (rollout_id, status, record, last_span_sequence)
+                 VALUES ($1, $2, $3, COALESCE((SELECT last FROM orphan), 0))
+                 ON CONFLICT (rollout_id) DO NOTHING",
+                &[&rollout.rollout_id, &status, &record],
+            )?;
+            if inserted == 0 {
+                return Ok(false);
+            }
         }
         self.rollouts.insert(rollout.rollout_id.clone(), rollout.clone());
         self.attempt_counts.insert(rollout.rollout_id.clone(), 0);
@@ -263,11 +521,10 @@ impl Storage for PgTx<'_> {
     }
 
     fn push_queue(&mut self, rollout_id: &str) -> StoreResult<()> {
-        self.exec(
+        self.write(
             "UPDATE rollouts SET queue_seq = nextval('rollout_queue_seq') WHERE rollout_id = $1 AND queue_seq IS NULL",
-            &[&rollout_id],
-        )?;
-        Ok(())
+            vec![Box::new(rollout_id.to_owned())],
+        )
     }
 
     fn pop_queue(&mut self, limit: usize) -> StoreResult<Vec<Rollout>> {
@@ -282,7 +539,8 @@ impl Storage for PgTx<'_> {
                      SELECT rollout_id, queue_seq FROM rollouts WHERE queue_seq IS NOT NULL
                      ORDER BY queue_seq LIMIT $1 FOR UPDATE SKIP LOCKED)
                  UPDATE rollouts r SET queue_seq = NULL FROM head WHERE r.rollout_id = head.rollout_id
-                 RETURNING head.queue_seq, r.record",
+                 RETURNING head.queue_seq, r.record,
+                     (SELECT COALESCE(MAX(a.sequence_id), 0) FROM attempts a WHERE a.rollout_id = r.rollout_id)",
                 &[&wanted],
             )?;
             if !rows.is_empty() {
@@ -310,7 +568,8 @@ impl Storage for PgTx<'_> {
                      SELECT rollout_id, queue_seq FROM rollouts WHERE queue_seq IS NOT NULL
                      ORDER BY queue_seq LIMIT 1 FOR UPDATE)
                  UPDATE rollouts r SET queue_seq = NULL FROM head WHERE r.rollout_id = head.rollout_id
-                 RETURNING head.queue_seq, r.record",
+                 RETURNING head.queue_seq, r.record,
+                     (SELECT COALESCE(MAX(a.sequence_id), 0) FROM attempts a WHERE a.rollout_id = r.rollout_id)",
                 &[],
             )?;
             self.take_heads(&rows, &mut out)?;
@@ -361,27 +620,29 @@ impl Storage for PgTx<'_> {
             return Ok(None);
         };
         let out = modify(&mut attempt);
-        self.exec(
+        self.write(
             "UPDATE attempts SET record = $3 WHERE rollout_id = $1 AND sequence_id = $2",
-            &[
-                &attempt.rollout_id,
-                &i64::from(attempt.sequence_id),
-                &to_json(&attempt)?,
+            vec![
+                Box::new(attempt.rollout_id.clone()),
+                Box::new(i64::from(attempt.sequence_id)),
+                Box::new(to_json(&attempt)?),
             ],
         )?;
+        self.hold_attempt(&attempt);
         Ok(Some(out))
     }
 
     fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()> {
-        self.exec(
+        self.write(
             "INSERT INTO attempts (rollout_id, sequence_id, attempt_id, record) VALUES ($1, $2, $3, $4)",
-            &[
-                &attempt.rollout_id,
-                &i64::from(attempt.sequence_id),
-                &attempt.attempt_id,
-                &to_json(attempt)?,
+            vec![
+                Box::new(attempt.rollout_id.clone()),
+                Box::new(i64::from(attempt.sequence_id)),
+                Box::new(attempt.attempt_id.clone()),
+                Box::new(to_json(attempt)?),
             ],
         )?;
+        self.hold_attempt(attempt);
         if let Some(count) = self.attempt_counts.get_mut(&attempt.rollout_id) {
             *count = (*count).max(attempt.sequence_id);
         }
@@ -389,22 +650,43 @@ impl Storage for PgTx<'_> {
     }
 
     fn schedule_watchdog(&mut self, attempt: &Attempt, at: f64) -> StoreResult<()> {
-        self.exec(
+        self.write(
             "UPDATE attempts SET watchdog_at = $3 WHERE rollout_id = $1 AND sequence_id = $2",
-            &[&attempt.rollout_id, &i64::from(attempt.sequence_id), &at],
-        )?;
-        Ok(())
+            vec![
+                Box::new(attempt.rollout_id.clone()),
+                Box::new(i64::from(attempt.sequence_id)),
+                Box::new(at),
+            ],
+        )
     }
 
     fn watchdog_due(&mut self, now: f64) -> StoreResult<bool> {
-        if let Some((asked, due)) = self.due.take()
-            && asked == now
-        {
-            return Ok(due);
+        if self.nothing_due_at == Some(now) {
+            return Ok(false);
         }
-        Ok(self
-            .value("SELECT EXISTS (SELECT 1 FROM attempts WHERE watchdog_at < $1)", &[&now])?
-            .unwrap_or(false))
+        if self.speculative
+            && self.nothing_due_at.is_none()
+            && !self.begun
+            && let [first] = self.pending.as_mut_slice()
+            && let Deferred::Simple(begin) = first.statement
+            && now.is_finite()
+        {
+            // Asked in BEGIN's own message, sent with the call's first statements; the call runs
+            // again if something was due. `{:?}` writes the shortest text that reads back as
+            // the same f64, as float8 does.
+            first.statement = Deferred::BeginAndAsk(format!(
+                concat!("{}; ", watchdog_question!("'{:?}'::float8")),
+                begin, now
+            ));
+            first.assumed = Assumed::NothingDue;
+            self.nothing_due_at = Some(now);
+            return Ok(false);
+        }
+        let due = self.value(WATCHDOG_QUESTION, &[&now])?.unwrap_or(false);
+        if !due {
+            self.nothing_due_at = Some(now);
+        }
+        Ok(due)
     }
 
     fn pop_watchdog(&mut self, now: f64) -> StoreResult<Option<(String, u32)>> {
@@ -435,6 +717,25 @@ impl Storage for PgTx<'_> {
 
     fn insert_span(&mut self, span: Span, attempt_sequence: u32) -> StoreResult<Option<Arc<Span>>> {
         let sequence_id = i64::try_from(span.sequence_id).unwrap_or(i64::MAX);
+        if self.speculative {
+            // Assumed new; a duplicate fails the insert, and the call runs again.
+            self.defer(
+                "WITH stored AS (
+                     INSERT INTO spans (rollout_id, attempt_sequence, span_id, record) VALUES ($1, $2, $3, $4)
+                     RETURNING rollout_id)
+                 UPDATE rollouts SET last_span_sequence = GREATEST(last_span_sequence, $5)
+                 WHERE rollout_id IN (SELECT rollout_id FROM stored)",
+                vec![
+                    Box::new(span.rollout_id.clone()),
+                    Box::new(i64::from(attempt_sequence)),
+                    Box::new(span.span_id.clone()),
+                    Box::new(to_json(&span)?),
+                    Box::new(sequence_id),
+                ],
+                Assumed::NewKey,
+            )?;
+            return Ok(Some(Arc::new(span)));
+        }
         let stored: Option<i64> = self.value(
             "WITH stored AS (
                  INSERT INTO spans (rollout_id, attempt_sequence, span_id, record) VALUES ($1, $2, $3, $4)
@@ -490,19 +791,20 @@ impl Storage for PgTx<'_> {
     }
 
     fn save_resources(&mut self, update: &ResourcesUpdate) -> StoreResult<()> {
-        self.exec(
+        // Sent in this order with the next statement read, or COMMIT: the lock comes first.
+        self.write(
             "SELECT pg_advisory_xact_lock(hashtextextended('agl_resources:' || $1::text, 0))",
-            &[&update.resources_id],
+            vec![Box::new(update.resources_id.clone())],
         )?;
-        self.exec(
+        self.write(
             "INSERT INTO resources (resources_id, record) VALUES ($1, $2)
              ON CONFLICT (resources_id) DO UPDATE SET record = excluded.record",
-            &[&update.resources_id, &to_json(update)?],
+            vec![Box::new(update.resources_id.clone()), Box::new(to_json(update)?)],
         )?;
-        self.exec(
+        self.write(
             "INSERT INTO store_values (key, value) VALUES ('latest_resources', $1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&update.resources_id],
+            vec![Box::new(update.resources_id.clone())],
         )?;
         self.latest_resources = Some(Some(update.resources_id.clone()));
         Ok(())
@@ -524,9 +826,12 @@ impl Storage for PgTx<'_> {
         if record.is_none() {
             // A new worker: its row is made first (another replica may make it at the same time),
             // then locked like any other.
-            self.exec(
+            self.write(
                 "INSERT INTO workers (worker_id, record) VALUES ($1, $2) ON CONFLICT (worker_id) DO NOTHING",
-                &[&worker_id, &to_json(&Worker::new(worker_id))?],
+                vec![
+                    Box::new(worker_id.to_owned()),
+                    Box::new(to_json(&Worker::new(worker_id))?),
+                ],
             )?;
             record = self.value(LOCK, &[&worker_id])?;
         }
@@ -535,9 +840,9 @@ impl Storage for PgTx<'_> {
             None => Worker::new(worker_id),
         };
         let out = modify(&mut worker);
-        self.exec(
+        self.write(
             "UPDATE workers SET record = $2 WHERE worker_id = $1",
-            &[&worker_id, &to_json(&worker)?],
+            vec![Box::new(worker_id.to_owned()), Box::new(to_json(&worker)?)],
         )?;
         Ok(out)
     }

@@ -688,6 +688,32 @@ async fn the_background_watchdog_times_out_an_attempt_with_no_calls_arriving() {
 }
 
 #[tokio::test]
+async fn a_call_that_finds_the_watchdog_due_acts_on_it_first() {
+    // The dequeue and the add_span are the first calls after the deadline: each must see the
+    // watchdog's verdict (a PostgreSQL store assumes nothing is due and runs the call again
+    // when that was wrong).
+    let (store, clock) = manual_store();
+    let mut cfg = config(2, &[A::Timeout]);
+    cfg.timeout_seconds = Some(5.0);
+    let r = enqueue(&store, cfg).await;
+    dequeue(&store, "w").await;
+    clock.advance(6.0);
+    let second = store.dequeue_rollouts(1, Some("w")).await.unwrap();
+    assert_eq!(second.len(), 1, "the timed-out rollout, requeued before the dequeue looked");
+    assert_eq!(second[0].rollout.rollout_id, r.rollout_id);
+    assert_eq!(second[0].attempt.sequence_id, 2);
+    let attempts = store.query_attempts(&r.rollout_id, &AttemptQuery::default()).await.unwrap();
+    assert_eq!(attempts.items[0].status, A::Timeout);
+    clock.advance(6.0);
+    // The second attempt is over its limit too: a span for it arrives after the verdict.
+    let late = store.add_span(span_for(&second[0].attempt, 1, "00000000000000cc")).await.unwrap();
+    assert!(late.is_some(), "a span for a timed-out attempt is still kept");
+    assert_eq!(rollout(&store, &r.rollout_id).await.rollout.status, R::Failed);
+    assert_eq!(store.get_latest_attempt(&r.rollout_id).await.unwrap().unwrap().status, A::Timeout);
+    store.check_invariants().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_dropped_wait_leaves_no_waiter_behind() {
     let (store, _) = manual_store();
     let r = enqueue(&store, RolloutConfig::default()).await;
