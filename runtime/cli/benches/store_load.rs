@@ -23,9 +23,11 @@
 //!
 //! Then the same generator runs against a no-work server in this process (reads each request,
 //! writes a fixed answer as long as ours to an enqueue, then as long as our span query answer):
-//! the most any server can reach here, so the ceiling on the ratio. PostgreSQL's own ceiling is
-//! `pgbench` in each round (one single-row UPDATE per transaction, 1 and 16 clients, the same
-//! durability settings), against our in-memory store's rate in that round. Last, the size of a store
+//! the most any server can reach here, so the ceiling on the ratio. PostgreSQL's own ceilings
+//! are `pgbench` in each round, with the same durability settings, against our in-memory
+//! store's rate in that round: one single-row UPDATE per transaction (1 and 16 clients), and
+//! each call's statements ([`CALL_SHAPES`]) in one transaction sent in one round trip (16
+//! clients), what a perfect client would reach. Last, the size of a store
 //! holding N of the bench's spans (in rollouts of 20): the SQLite file after `agl-host store` has
 //! stopped on SIGTERM (which folds the write-ahead log into it), and PostgreSQL's
 //! `pg_total_relation_size` of the spans table.
@@ -683,29 +685,45 @@ fn print_floor(sizes: &[usize], floor: &[f64], theirs: Option<&[f64]>) {
     }
 }
 
-/// PostgreSQL's own rate (`pg_floors[round]`, per connection count) and, against our in-memory
-/// store's rate in the same round, the highest postgres/memory ratio a store that takes one
-/// transaction per call could reach here.
-fn print_postgres_floor(rounds: &[Vec<Vec<f64>>], pg_floors: &[[f64; 2]]) {
+/// PostgreSQL's own rates (`pg_floors[round]`) and, against our in-memory store's rate in the
+/// same round, the highest postgres/memory ratio a store could reach here that takes one
+/// transaction per call, and one that runs each call's statements in one round trip.
+fn print_postgres_floor(rounds: &[Vec<Vec<f64>>], pg_floors: &[PgCeilings]) {
+    let ceiling = |cell: usize, rate: &dyn Fn(&PgCeilings) -> f64| -> (f64, String) {
+        let (tx, _, _) = median(pg_floors.iter().map(rate).collect());
+        let ratios = rounds
+            .iter()
+            .zip(pg_floors)
+            .map(|(round, floor)| rate(floor) / round[0][cell])
+            .collect();
+        let (middle, low, high) = median(ratios);
+        (
+            tx,
+            format!("{:.0}% [{:.0}-{:.0}]", middle * 100.0, low * 100.0, high * 100.0),
+        )
+    };
     println!(
         "\nPostgreSQL itself (pgbench, one single-row UPDATE per transaction; the ceiling for postgres):\n{:<12} {:>5} {:>12} {:>28}",
         "operation", "conns", "tx/s", "ceiling on postgres/memory"
     );
     for (c, conns) in CONNECTIONS.iter().enumerate() {
-        let (tx, _, _) = median(pg_floors.iter().map(|floor| floor[c]).collect());
         for (o, op) in OPERATIONS.iter().enumerate().take(3) {
-            let cell = o * CONNECTIONS.len() + c;
-            let ratios = rounds
-                .iter()
-                .zip(pg_floors)
-                .map(|(round, floor)| floor[c] / round[0][cell])
-                .collect();
-            let (middle, low, high) = median(ratios);
-            println!(
-                "{op:<12} {conns:>5} {tx:>12.0} {:>28}",
-                format!("{:.0}% [{:.0}-{:.0}]", middle * 100.0, low * 100.0, high * 100.0)
-            );
+            let (tx, cell) = ceiling(o * CONNECTIONS.len() + c, &|floor| floor.single[c]);
+            println!("{op:<12} {conns:>5} {tx:>12.0} {cell:>28}");
         }
+    }
+    println!(
+        "\nPostgreSQL with a perfect client (pgbench: each call's statements, single-row, in one transaction sent in one round trip):\n{:<12} {:>5} {:>12} {:>28}",
+        "operation", "conns", "tx/s", "ceiling on postgres/memory"
+    );
+    let c = CONNECTIONS.len() - 1;
+    for (o, (op, shape)) in CALL_SHAPES.iter().enumerate() {
+        let (tx, cell) = ceiling(o * CONNECTIONS.len() + c, &|floor| floor.shapes[o]);
+        println!(
+            "{op:<12} {:>5} {tx:>12.0} {cell:>28}   ({} statements)",
+            CONNECTIONS[c],
+            shape.len()
+        );
     }
 }
 
@@ -743,11 +761,46 @@ fn postgres(no_sync: bool) -> Option<&'static agl_testkit::postgres::PgServer> {
     Some(pg)
 }
 
-/// PostgreSQL's own rate here, the most its store could reach: `pgbench` (libpq, prepared
-/// statements) running transactions of one single-row UPDATE — one statement and one commit,
-/// where each store call takes at least a few statements and one commit — at 1 and 16 clients,
-/// each client on its own row, for `secs` each; None where `pgbench` is not installed.
-fn postgres_floor(pg: &agl_testkit::postgres::PgServer, secs: f64) -> Option<[f64; 2]> {
+/// PostgreSQL's own rates in one round (transactions per second), measured with `pgbench`.
+struct PgCeilings {
+    /// One single-row UPDATE per transaction, at 1 and 16 clients.
+    single: [f64; 2],
+    /// Each of the first three operations' statements ([`CALL_SHAPES`]) in one transaction,
+    /// pipelined in one round trip, at 16 clients.
+    shapes: [f64; 3],
+}
+
+/// The statements `agl-host store` runs on PostgreSQL for one enqueue, dequeue and add_span (at
+/// this commit; besides `BEGIN` and `COMMIT`): `r` a read, `l` a row read and locked, `w` a
+/// write. Enqueue: the watchdog's question, the latest resources id, the rollout's insert, its
+/// place in the queue. Dequeue: the question, the queue's head taken, the attempt's insert, the
+/// rollout's update, the worker locked and updated. add_span: the question, the rollout and the
+/// attempt locked, the span's insert, the attempt's heartbeat.
+const CALL_SHAPES: [(&str, &str); 3] = [("enqueue", "rrww"), ("dequeue", "rwwwlw"), ("add_span", "rllww")];
+
+/// A pgbench script: one transaction of the statements `shape` names (see [`CALL_SHAPES`]), each
+/// on the client's own row, sent in one pipeline (one round trip, one sync: what no client
+/// sending them one by one can beat).
+fn pipelined_script(shape: &str) -> String {
+    let mut script = String::from("\\startpipeline\nBEGIN;\n");
+    for statement in shape.chars() {
+        script.push_str(match statement {
+            'r' => "SELECT n FROM counters WHERE id = :client_id;\n",
+            'l' => "SELECT n FROM counters WHERE id = :client_id FOR UPDATE;\n",
+            _ => "UPDATE counters SET n = n + 1 WHERE id = :client_id;\n",
+        });
+    }
+    script.push_str("COMMIT;\n\\endpipeline\n");
+    script
+}
+
+/// PostgreSQL's own rates here, the most its store could reach: `pgbench` (libpq, prepared
+/// statements), each client on its own row, for `secs` each: transactions of one single-row
+/// UPDATE — one statement and one commit, where each store call takes a few statements and one
+/// commit — at 1 and 16 clients; and, at 16 clients, transactions of each call's statements
+/// (single-row ones standing in for the store's) sent in one round trip. None where `pgbench`
+/// is not installed.
+fn postgres_floor(pg: &agl_testkit::postgres::PgServer, secs: f64) -> Option<PgCeilings> {
     let pgbench = pg.tool("pgbench")?;
     let url = pg.fresh_database();
     pg.psql(
@@ -756,14 +809,13 @@ fn postgres_floor(pg: &agl_testkit::postgres::PgServer, secs: f64) -> Option<[f6
          INSERT INTO counters SELECT id, 0 FROM generate_series(0, 15) AS id",
     );
     let scratch = support::Scratch::new("pgbench");
-    let script = scratch.path("update.sql");
-    std::fs::write(&script, "UPDATE counters SET n = n + 1 WHERE id = :client_id;\n")
-        .expect("write the pgbench script");
     let seconds = secs.ceil().max(1.0).to_string();
-    let rate = |clients: &str| -> f64 {
+    let rate = |name: &str, script: &str, clients: &str| -> f64 {
+        let path = scratch.path(&format!("{name}.sql"));
+        std::fs::write(&path, script).expect("write the pgbench script");
         let output = Command::new(&pgbench)
             .args(["-n", "-M", "prepared", "-c", clients, "-j", "2", "-T", &seconds, "-f"])
-            .arg(&script)
+            .arg(&path)
             .arg(&url)
             .output()
             .expect("run pgbench");
@@ -778,12 +830,15 @@ fn postgres_floor(pg: &agl_testkit::postgres::PgServer, secs: f64) -> Option<[f6
             .find_map(|line| line.strip_prefix("tps = ")?.split_whitespace().next()?.parse().ok())
             .unwrap_or_else(|| panic!("no tps in pgbench's output: {text}"))
     };
-    let figures = [rate("1"), rate("16")];
+    let update = "UPDATE counters SET n = n + 1 WHERE id = :client_id;\n";
+    let single = [rate("update", update, "1"), rate("update", update, "16")];
+    let shapes = CALL_SHAPES.map(|(name, shape)| rate(name, &pipelined_script(shape), "16"));
     eprintln!(
-        "  postgres itself (pgbench, one single-row UPDATE per transaction): {:.0} tx/s at 1 client, {:.0} at 16",
-        figures[0], figures[1]
+        "  postgres itself (pgbench, one single-row UPDATE per transaction): {:.0} tx/s at 1 client, {:.0} at 16; \
+         each call's statements pipelined, 16 clients: {:.0} / {:.0} / {:.0} tx/s (enqueue / dequeue / add_span)",
+        single[0], single[1], shapes[0], shapes[1], shapes[2]
     );
-    Some(figures)
+    Some(PgCeilings { single, shapes })
 }
 
 /// Stops a server with SIGTERM and waits until it has exited (`agl-host store` checkpoints a
