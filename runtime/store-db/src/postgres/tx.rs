@@ -172,6 +172,15 @@ impl<'c> PgTx<'c> {
         db_error(error)
     }
 
+    /// Nothing more is sent in a transaction that failed: PostgreSQL would refuse it, and a
+    /// `COMMIT` would only roll it back.
+    fn refuse_if_failed(&self) -> StoreResult<()> {
+        if self.failed {
+            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
+        }
+        Ok(())
+    }
+
     fn mispredict(&mut self, what: &str) -> StoreError {
         self.failed = true;
         self.retryable = true;
@@ -186,9 +195,7 @@ impl<'c> PgTx<'c> {
     /// Sends what is pending and then `last` (if any) in one round trip; `last`'s answer, once
     /// every pending statement succeeded and every assumption held.
     fn send(&mut self, last: Option<Request<'_>>) -> StoreResult<Option<Answer>> {
-        if self.failed {
-            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
-        }
+        self.refuse_if_failed()?;
         let pending = std::mem::take(&mut self.pending);
         let params: Vec<Vec<&(dyn ToSql + Sync)>> = pending
             .iter()
@@ -280,9 +287,7 @@ impl<'c> PgTx<'c> {
     }
 
     fn defer(&mut self, sql: &'static str, params: Vec<Param>, assumed: Assumed) -> StoreResult<()> {
-        if self.failed {
-            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
-        }
+        self.refuse_if_failed()?;
         let statement = self.prepared(sql)?;
         self.pending.push(Pending {
             statement: Deferred::Prepared(statement),
@@ -296,9 +301,7 @@ impl<'c> PgTx<'c> {
     /// unless the watchdog's assumed answer is still out: then that comes back first. The transaction is
     /// over, committed or not, whatever this answers.
     pub fn commit(&mut self, notify: bool) -> StoreResult<()> {
-        if self.failed {
-            return Err(StoreError::Backend("PostgreSQL: the transaction failed already".into()));
-        }
+        self.refuse_if_failed()?;
         if self.pending.iter().any(|item| item.assumed == Assumed::NothingDue) {
             // An answer that does not fail the transaction is checked before COMMIT goes, so a
             // wrong assumption never commits. (A duplicate key fails it: COMMIT then rolls back.)
