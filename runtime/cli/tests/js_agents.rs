@@ -214,3 +214,69 @@ fn js_fetch_reaches_a_granted_host_and_only_that_one() {
     assert!(request.starts_with("GET / HTTP/1.1"), "{request}");
     assert!(other.accept().is_err(), "the refused fetch never connected");
 }
+
+/// Host names as a hostile JS guest may write them to `fetch`, against a loopback server granted
+/// as `http://localhost:PORT`: `LOCALHOST.` is that very name (resolved as `localhost`, sent as it
+/// in `Host`, its span naming `localhost`); a URL with user info is refused and never sent.
+#[test]
+fn js_fetch_refuses_user_info_and_normalises_a_trailing_dot() {
+    let (addr, seen) = answer_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    let port = addr.port();
+    let dir = temp_dir("fetch-host-names");
+    let dotted = format!("http://LOCALHOST.:{port}/dotted");
+    let userinfo = format!("http://user:secret@localhost:{port}/userinfo");
+    let tasks = [
+        format!(r#"{{"do": "http_get", "url": "{dotted}"}}"#),
+        format!(r#"{{"do": "http_get", "url": "{userinfo}"}}"#),
+    ];
+    let train = dir.join("train.jsonl");
+    std::fs::write(&train, tasks.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let run = agl_host([
+        OsString::from("dev"),
+        "--agent".into(),
+        repo().join("tests/guests/probe-js").into(),
+        "--train".into(),
+        train.into(),
+        "--llm-script".into(),
+        repo().join("examples/math-agent/rules.json").into(),
+        "--agent-http".into(),
+        format!("http://localhost:{port}").into(),
+        "--agent-timeout".into(),
+        "20s".into(),
+        "--db".into(),
+        db.clone().into(),
+        "--output".into(),
+        out.clone().into(),
+    ]);
+    let results = granted_one_refused_one(&run, &out);
+    let requests = seen.lock().expect("seen").clone();
+    assert_eq!(requests.len(), 1, "only the dotted name was sent: {requests:#?}");
+    let request = requests[0].to_ascii_lowercase();
+    assert!(request.starts_with("get /dotted http/1.1"), "{request}");
+    assert!(
+        request.contains(&format!("\r\nhost: localhost:{port}\r\n")),
+        "{request}"
+    );
+
+    let spans = spans_of_url(&db, &results, &dotted);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(said.contains("http_get: allowed: status 200, 2 bytes: ok"), "{said}");
+    let sent = http_request_spans(&spans);
+    assert_eq!(sent.len(), 1, "{spans:#?}");
+    assert_eq!(sent[0]["attributes"]["server.address"], "localhost", "{sent:#?}");
+
+    let spans = spans_of_url(&db, &results, &userinfo);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(said.contains("http_get: denied:"), "{said}");
+    // StarlingMonkey's fetch hands the user info to wasi:http: the host refuses it.
+    let refused = http_request_spans(&spans);
+    assert_eq!(refused.len(), 1, "{spans:#?}");
+    assert_eq!(
+        refused[0]["attributes"]["error.type"], "HTTP-request-denied",
+        "{refused:#?}"
+    );
+    let span = serde_json::to_string(&refused[0]).expect("JSON");
+    assert!(span.contains("user info") && !span.contains("secret"), "{span}");
+}

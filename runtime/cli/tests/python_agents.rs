@@ -373,3 +373,83 @@ fn python_http_reaches_a_granted_host_and_only_that_one() {
         assert!(said.contains(&words), "the agent logged {words:?}: {said}");
     }
 }
+
+/// Host names as a hostile Python guest may write them, against a loopback server granted as
+/// `http://localhost:PORT`: `LOCALHOST.` is that very name (resolved as `localhost`, sent as it
+/// in `Host`); user info is refused by the SDK and, sent past it (`raw`), by the host before
+/// anything is resolved, its span saying why.
+#[test]
+fn python_http_refuses_user_info_and_normalises_a_trailing_dot() {
+    let (addr, seen) = answer_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    let port = addr.port();
+    let dir = temp_dir("http-host-names");
+    let dotted = format!("http://LOCALHOST.:{port}/dotted");
+    let via_sdk = format!("http://user:secret@localhost:{port}/sdk");
+    let raw = format!("http://user:secret@localhost:{port}/raw");
+    let tasks = [
+        format!(r#"{{"do": "http_get", "url": "{dotted}", "timeout": 10}}"#),
+        format!(r#"{{"do": "http_get", "url": "{via_sdk}"}}"#),
+        format!(r#"{{"do": "http_get", "url": "{raw}", "raw": true}}"#),
+    ];
+    let train = dir.join("train.jsonl");
+    std::fs::write(&train, tasks.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let run = agl_host([
+        OsStr::new("dev"),
+        OsStr::new("--agent"),
+        repo().join("tests/guests/probe-py").as_os_str(),
+        OsStr::new("--train"),
+        train.as_os_str(),
+        OsStr::new("--llm-script"),
+        repo().join("examples/math-agent/rules.json").as_os_str(),
+        OsStr::new("--agent-http"),
+        OsStr::new(&format!("http://localhost:{port}")),
+        OsStr::new("--agent-timeout"),
+        OsStr::new("20s"),
+        OsStr::new("--db"),
+        OsStr::new(&db),
+        OsStr::new("--output"),
+        out.as_os_str(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    assert_eq!(train["succeeded"].as_u64(), Some(3), "{results:#}");
+    let requests = seen.lock().expect("seen").clone();
+    assert_eq!(requests.len(), 1, "only the dotted name was sent: {requests:#?}");
+    let request = requests[0].to_ascii_lowercase();
+    assert!(request.starts_with("get /dotted http/1.1"), "{request}");
+    assert!(
+        request.contains(&format!("\r\nhost: localhost:{port}\r\n")),
+        "{request}"
+    );
+
+    let spans = spans_of_url(&db, &results, &dotted);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(said.contains("http_get: allowed: status 200, 2 bytes: ok"), "{said}");
+    let sent = http_request_spans(&spans);
+    assert_eq!(sent.len(), 1, "{spans:#?}");
+    assert_eq!(sent[0]["attributes"]["server.address"], "localhost", "{sent:#?}");
+    assert_eq!(sent[0]["attributes"]["http.response.status_code"], 200, "{sent:#?}");
+
+    let spans = spans_of_url(&db, &results, &via_sdk);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(
+        said.contains("http_get: denied: HttpError: GET") && said.contains("credentials in the URL are not supported"),
+        "the SDK refuses it: {said}"
+    );
+    assert!(http_request_spans(&spans).is_empty(), "{spans:#?}");
+
+    let spans = spans_of_url(&db, &results, &raw);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(said.contains("http_get: denied: HttpDenied"), "{said}");
+    let refused = http_request_spans(&spans);
+    assert_eq!(refused.len(), 1, "{spans:#?}");
+    assert_eq!(
+        refused[0]["attributes"]["error.type"], "HTTP-request-denied",
+        "{refused:#?}"
+    );
+    let span = serde_json::to_string(&refused[0]).expect("JSON");
+    assert!(span.contains("user info") && !span.contains("secret"), "{span}");
+}

@@ -13,7 +13,7 @@ use crate::value::{HumanDuration, Size, from_text};
 use crate::{Layer, PolicyError, set};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,19 +87,19 @@ pub enum Granted {
 }
 
 impl HostPattern {
-    /// Whether a request to `scheme://host:port` falls under this grant. `host` is as a URL
-    /// writes it (any case, IPv6 in brackets, maybe a trailing dot).
-    pub fn matches(&self, scheme: HttpScheme, host: &str, port: u16) -> Option<Granted> {
+    /// Whether a request to `scheme://host:port` falls under this grant.
+    pub fn matches(&self, scheme: HttpScheme, host: &RequestHost, port: u16) -> Option<Granted> {
         if scheme != self.scheme || port != self.port {
             return None;
         }
-        match (&self.host, RequestHost::parse(host)?) {
-            (HostMatch::Ip(ip), RequestHost::Ip(requested)) if *ip == requested => Some(Granted::Exactly),
-            (HostMatch::Name(name), RequestHost::Name(requested)) if *name == requested => Some(Granted::Exactly),
+        match (&self.host, host) {
+            (HostMatch::Ip(ip), RequestHost::Ip(requested)) if ip == requested => Some(Granted::Exactly),
+            (HostMatch::Name(name), RequestHost::Name(requested)) if name == requested => Some(Granted::Exactly),
             (HostMatch::Subdomains(parent), RequestHost::Name(requested))
-                if requested.len() > parent.len() + 1
-                    && requested.ends_with(parent.as_str())
-                    && requested.as_bytes()[requested.len() - parent.len() - 1] == b'.' =>
+                if requested
+                    .strip_suffix(parent.as_str())
+                    .and_then(|label| label.strip_suffix('.'))
+                    .is_some_and(|label| !label.is_empty()) =>
             {
                 Some(Granted::ByWildcard)
             }
@@ -108,23 +108,85 @@ impl HostPattern {
     }
 }
 
-/// A request's host, normalised as grants are.
-enum RequestHost {
+/// A request's host, normalised once as grants are: an IP address, or a DNS name in lower case
+/// without its trailing dot (`LOCALHOST.` is `localhost`). The host matches grants against this
+/// form, resolves it, and names it in the `Host` header, TLS and the request's span.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RequestHost {
     Name(String),
     Ip(IpAddr),
 }
 
 impl RequestHost {
-    fn parse(host: &str) -> Option<Self> {
+    /// `host` as a URL writes it (any case, IPv6 in brackets, maybe one trailing dot), or why it
+    /// is no host.
+    pub fn parse(host: &str) -> Result<Self, String> {
         if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-            return inner.parse::<Ipv6Addr>().ok().map(|ip| Self::Ip(IpAddr::V6(ip)));
+            return inner
+                .parse::<Ipv6Addr>()
+                .map(|ip| Self::Ip(IpAddr::V6(ip)))
+                .map_err(|_| format!("'{inner}' is not an IPv6 address"));
         }
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            return Some(Self::Ip(ip));
+        let name = normalise_name(host)?;
+        if let Ok(ip) = name.parse::<Ipv4Addr>() {
+            return Ok(Self::Ip(IpAddr::V4(ip)));
         }
-        let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
-        (!name.is_empty()).then_some(Self::Name(name))
+        refuse_numeric(&name, host)?;
+        Ok(Self::Name(name))
     }
+
+    /// The host as an IP address, when it is one.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Self::Ip(ip) => Some(*ip),
+            Self::Name(_) => None,
+        }
+    }
+}
+
+/// As a URL writes it: the name, an IPv4 address, an IPv6 one in brackets.
+impl fmt::Display for RequestHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Name(name) => f.write_str(name),
+            Self::Ip(IpAddr::V4(ip)) => write!(f, "{ip}"),
+            Self::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
+        }
+    }
+}
+
+/// A DNS name in the one form grants and requests share: one trailing dot removed, lower case,
+/// labels of letters, digits, `-` and `_` (IDNA is not done: write `xn--` names).
+fn normalise_name(host: &str) -> Result<String, String> {
+    let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    let valid_label = |label: &str| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    if name.len() > 253 || !name.split('.').all(valid_label) {
+        return Err(format!("'{host}' is not a host name"));
+    }
+    Ok(name)
+}
+
+/// Refuses a name whose last label is a number (`127.1`, `2130706433`, `0x7f.1`): the system's
+/// resolver would read it as an IPv4 address, so it is neither a name nor a checked address.
+fn refuse_numeric(name: &str, host: &str) -> Result<(), String> {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let hex = last
+        .strip_prefix("0x")
+        .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_hexdigit()));
+    if hex || last.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "'{host}' is neither a host name nor an IP address written as a.b.c.d"
+        ));
+    }
+    Ok(())
 }
 
 impl fmt::Display for HostPattern {
@@ -215,6 +277,7 @@ fn split_port(authority: &str) -> Result<(&str, Option<u16>), String> {
     Ok((host, port))
 }
 
+/// A grant's host, normalised as a request's is ([`RequestHost::parse`]), or `*.` and a name.
 fn parse_host(host: &str) -> Result<HostMatch, String> {
     if host.is_empty() {
         return Err("the host is empty".into());
@@ -222,45 +285,18 @@ fn parse_host(host: &str) -> Result<HostMatch, String> {
     if host == "*" {
         return Err("'*' would grant every host; name them, or their parent as *.example.com".into());
     }
-    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return inner
-            .parse::<Ipv6Addr>()
-            .map(|ip| HostMatch::Ip(IpAddr::V6(ip)))
-            .map_err(|_| format!("'{inner}' is not an IPv6 address"));
-    }
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return match ip {
-            IpAddr::V4(_) => Ok(HostMatch::Ip(ip)),
-            IpAddr::V6(_) => Err("write an IPv6 address in brackets, e.g. http://[::1]:8080".into()),
-        };
-    }
     let (wildcard, name) = match host.strip_prefix("*.") {
         Some(parent) => (true, parent),
         None => (false, host),
     };
-    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
     if name.contains('*') {
         return Err("a wildcard is only allowed as the first label: *.example.com".into());
     }
-    let valid_label = |label: &str| {
-        !label.is_empty()
-            && label.len() <= 63
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            && !label.starts_with('-')
-            && !label.ends_with('-')
-    };
-    if name.len() > 253 || !name.split('.').all(valid_label) {
-        return Err(format!("'{host}' is not a host name"));
-    }
-    if wildcard && name.parse::<IpAddr>().is_ok() {
-        return Err("a wildcard covers subdomains of a name, not IP addresses".into());
-    }
-    Ok(if wildcard {
-        HostMatch::Subdomains(name)
-    } else {
-        HostMatch::Name(name)
+    Ok(match (wildcard, RequestHost::parse(name)?) {
+        (false, RequestHost::Name(name)) => HostMatch::Name(name),
+        (false, RequestHost::Ip(ip)) => HostMatch::Ip(ip),
+        (true, RequestHost::Name(name)) => HostMatch::Subdomains(name),
+        (true, RequestHost::Ip(_)) => return Err("a wildcard covers subdomains of a name, not IP addresses".into()),
     })
 }
 
@@ -291,7 +327,7 @@ impl Default for HttpPolicy {
 
 impl HttpPolicy {
     /// The grant a request to `scheme://host:port` falls under, an exact one first.
-    pub fn grant_for(&self, scheme: HttpScheme, host: &str, port: u16) -> Option<Granted> {
+    pub fn grant_for(&self, scheme: HttpScheme, host: &RequestHost, port: u16) -> Option<Granted> {
         let mut found = None;
         for pattern in self.allowed_hosts.iter() {
             match pattern.matches(scheme, host, port) {
@@ -347,6 +383,10 @@ mod tests {
         text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
     }
 
+    fn host(text: &str) -> RequestHost {
+        RequestHost::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
     fn refused(text: &str) -> String {
         match text.parse::<HostPattern>() {
             Ok(p) => panic!("{text} parsed as {p:?}"),
@@ -366,65 +406,74 @@ mod tests {
             }
         );
         assert_eq!(
-            p.matches(HttpScheme::Https, "api.example.com", 443),
+            p.matches(HttpScheme::Https, &host("api.example.com"), 443),
             Some(Granted::Exactly)
         );
         assert_eq!(
-            p.matches(HttpScheme::Https, "API.Example.Com.", 443),
+            p.matches(HttpScheme::Https, &host("API.Example.Com."), 443),
             Some(Granted::Exactly)
         );
         assert_eq!(
-            p.matches(HttpScheme::Https, "api.example.com", 8443),
+            p.matches(HttpScheme::Https, &host("api.example.com"), 8443),
             None,
             "other port"
         );
         assert_eq!(
-            p.matches(HttpScheme::Http, "api.example.com", 443),
+            p.matches(HttpScheme::Http, &host("api.example.com"), 443),
             None,
             "other scheme"
         );
-        assert_eq!(p.matches(HttpScheme::Https, "example.com", 443), None);
-        assert_eq!(p.matches(HttpScheme::Https, "x.api.example.com", 443), None);
+        assert_eq!(p.matches(HttpScheme::Https, &host("example.com"), 443), None);
+        assert_eq!(p.matches(HttpScheme::Https, &host("x.api.example.com"), 443), None);
         assert_eq!(pattern("http://example.com/").port, 80, "a trailing slash is fine");
     }
 
     #[test]
     fn an_explicit_port_grants_that_port_only() {
         let p = pattern("http://127.0.0.1:8080");
-        assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 8080), Some(Granted::Exactly));
-        assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 80), None);
         assert_eq!(
-            p.matches(HttpScheme::Http, "localhost", 8080),
+            p.matches(HttpScheme::Http, &host("127.0.0.1"), 8080),
+            Some(Granted::Exactly)
+        );
+        assert_eq!(p.matches(HttpScheme::Http, &host("127.0.0.1"), 80), None);
+        assert_eq!(
+            p.matches(HttpScheme::Http, &host("localhost"), 8080),
             None,
             "a name is not its address"
         );
         let p = pattern("http://localhost:8080");
-        assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 8080), None);
-        assert_eq!(p.matches(HttpScheme::Http, "localhost", 8080), Some(Granted::Exactly));
+        assert_eq!(p.matches(HttpScheme::Http, &host("127.0.0.1"), 8080), None);
+        assert_eq!(
+            p.matches(HttpScheme::Http, &host("localhost"), 8080),
+            Some(Granted::Exactly)
+        );
     }
 
     #[test]
     fn a_wildcard_grants_subdomains_at_any_depth_but_not_the_parent() {
         let p = pattern("https://*.example.com");
         assert_eq!(
-            p.matches(HttpScheme::Https, "a.example.com", 443),
+            p.matches(HttpScheme::Https, &host("a.example.com"), 443),
             Some(Granted::ByWildcard)
         );
         assert_eq!(
-            p.matches(HttpScheme::Https, "a.b.example.com", 443),
+            p.matches(HttpScheme::Https, &host("a.b.example.com"), 443),
             Some(Granted::ByWildcard)
         );
-        assert_eq!(p.matches(HttpScheme::Https, "example.com", 443), None);
-        assert_eq!(p.matches(HttpScheme::Https, "badexample.com", 443), None);
-        assert_eq!(p.matches(HttpScheme::Https, ".example.com", 443), None);
+        assert_eq!(p.matches(HttpScheme::Https, &host("example.com"), 443), None);
+        assert_eq!(p.matches(HttpScheme::Https, &host("badexample.com"), 443), None);
+        assert!(RequestHost::parse(".example.com").is_err(), "an empty label is no name");
         assert_eq!(p.to_string(), "https://*.example.com");
     }
 
     #[test]
     fn ipv6_grants_are_bracketed_and_compared_as_addresses() {
         let p = pattern("http://[::1]:8080");
-        assert_eq!(p.matches(HttpScheme::Http, "[0:0::1]", 8080), Some(Granted::Exactly));
-        assert_eq!(p.matches(HttpScheme::Http, "127.0.0.1", 8080), None);
+        assert_eq!(
+            p.matches(HttpScheme::Http, &host("[0:0::1]"), 8080),
+            Some(Granted::Exactly)
+        );
+        assert_eq!(p.matches(HttpScheme::Http, &host("127.0.0.1"), 8080), None);
         assert_eq!(p.to_string(), "http://[::1]:8080");
         assert!(refused("http://::1").contains("brackets"));
         assert!(refused("http://[::1").contains("']'"));
@@ -450,22 +499,80 @@ mod tests {
     }
 
     #[test]
+    fn a_request_host_is_normalised_once_as_grants_are() {
+        // One trailing dot and the case are dropped: `LOCALHOST.` is `localhost` everywhere.
+        assert_eq!(host("LOCALHOST."), RequestHost::Name("localhost".into()));
+        assert_eq!(host("LOCALHOST.").to_string(), "localhost");
+        assert_eq!(host("A.Example.COM.").to_string(), "a.example.com");
+        assert_eq!(host("127.0.0.1."), RequestHost::Ip("127.0.0.1".parse().unwrap()));
+        assert_eq!(host("[::1]").to_string(), "[::1]");
+        let grant = pattern("http://localhost:8080");
+        assert_eq!(
+            grant.matches(HttpScheme::Http, &host("LOCALHOST."), 8080),
+            Some(Granted::Exactly)
+        );
+        assert_eq!(grant.host, HostMatch::Name("localhost".into()));
+        assert_eq!(
+            pattern("http://LocalHost.:8080"),
+            grant,
+            "a grant is normalised the same way"
+        );
+        assert_eq!(pattern("http://127.0.0.1.:8080"), pattern("http://127.0.0.1:8080"));
+        // What is no host name is refused, not handed to a resolver.
+        for bad in [
+            "localhost..",
+            "a..b",
+            ".",
+            "",
+            "exa mple.com",
+            "[::1",
+            "x%00.com",
+            "u@host",
+        ] {
+            assert!(RequestHost::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_name_the_resolver_would_read_as_an_ipv4_address_is_refused() {
+        for numeric in [
+            "127.1",
+            "2130706433",
+            "0x7f.1",
+            "0x7f000001",
+            "10.0.1",
+            "a.0x1f",
+            "127.0.0.1..",
+        ] {
+            let error = RequestHost::parse(numeric).expect_err(numeric);
+            assert!(
+                error.contains("not a host name") || error.contains("neither"),
+                "{numeric}: {error}"
+            );
+        }
+        assert!(refused("http://*.0.1").contains("neither"));
+        assert!(refused("http://2130706433").contains("neither"));
+        assert_eq!(host("0x.example.com"), RequestHost::Name("0x.example.com".into()));
+        assert_eq!(host("1.example.com"), RequestHost::Name("1.example.com".into()));
+    }
+
+    #[test]
     fn an_exact_grant_wins_over_a_wildcard() {
         let policy = HttpPolicy {
             allowed_hosts: vec![pattern("http://*.example.com"), pattern("http://a.example.com")].into(),
             ..HttpPolicy::default()
         };
         assert_eq!(
-            policy.grant_for(HttpScheme::Http, "a.example.com", 80),
+            policy.grant_for(HttpScheme::Http, &host("a.example.com"), 80),
             Some(Granted::Exactly)
         );
         assert_eq!(
-            policy.grant_for(HttpScheme::Http, "b.example.com", 80),
+            policy.grant_for(HttpScheme::Http, &host("b.example.com"), 80),
             Some(Granted::ByWildcard)
         );
-        assert_eq!(policy.grant_for(HttpScheme::Http, "example.org", 80), None);
+        assert_eq!(policy.grant_for(HttpScheme::Http, &host("example.org"), 80), None);
         assert_eq!(
-            HttpPolicy::default().grant_for(HttpScheme::Http, "a.example.com", 80),
+            HttpPolicy::default().grant_for(HttpScheme::Http, &host("a.example.com"), 80),
             None
         );
     }

@@ -26,7 +26,7 @@ pub use clock::{Clock, ClockOptions};
 pub use grants::{DirAccess, DirGrant, EnvGrant, GrantOptions, Grants, parse_dir_grant, parse_env_grant};
 pub use http::{
     DEFAULT_HTTP_MAX_REQUESTS, DEFAULT_HTTP_MAX_RESPONSE_BYTES, DEFAULT_HTTP_TIMEOUT, Granted, HostMatch, HostPattern,
-    HttpOptions, HttpPolicy, HttpScheme, parse_host_pattern,
+    HttpOptions, HttpPolicy, HttpScheme, RequestHost, parse_host_pattern,
 };
 pub use limits::{
     ALGORITHM_DEADLINE, ALGORITHM_MEMORY_BYTES, DEFAULT_DEADLINE, DEFAULT_MEMORY_BYTES, Limits, LimitsOptions,

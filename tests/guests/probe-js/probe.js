@@ -72,6 +72,19 @@ async function openSocket(ctx, addr) {
   }
 }
 
+/** `fetch(url)`: 1 with the status and body logged if a response came, 0 with the error if not. */
+async function httpGet(ctx, url) {
+  try {
+    const response = await globalThis.fetch(url, { headers: { 'x-probe': 'probe-js' } });
+    const body = await response.text();
+    ctx.info(`http_get: allowed: status ${response.status}, ${body.length} bytes: ${body.slice(0, 200)}`);
+    return 1;
+  } catch (err) {
+    ctx.info(`http_get: denied: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+    return 0;
+  }
+}
+
 function spin() {
   let turns = 0;
   for (;;) {
@@ -128,10 +141,14 @@ export const rollout = agl.rollout(async (task, ctx) => {
       return verdict(ctx, 'read_env', () => readEnv(task.name));
     case 'open_socket':
       return openSocket(ctx, task.addr);
+    case 'http_get':
+      return httpGet(ctx, task.url);
     case 'stdout_flood':
       return stdoutFlood(ctx, task.bytes ?? 10 * MIB);
     case 'huge_error':
       throw new Error('E'.repeat(task.bytes));
+    case 'error_text':
+      throw new Error(String(task.text));
     case 'panic':
       throw new Error('probe: panic on purpose');
     case 'throw_value':

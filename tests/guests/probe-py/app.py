@@ -15,6 +15,8 @@ import time
 from typing import Any, Callable, Optional
 
 import agl
+from agl import _wit_http
+from agl.http import Target
 
 MIB = 1024 * 1024
 
@@ -36,6 +38,12 @@ def spin(task: dict, ctx: agl.Ctx) -> float:
     turns = 0
     while True:
         turns += 1
+
+
+def sleep(task: dict, ctx: agl.Ctx) -> float:
+    """`time.sleep(secs)`: waits in a host call, which the deadline must cut short."""
+    time.sleep(float(task["secs"]))
+    return 1.0
 
 
 def memory_bomb(task: dict, ctx: agl.Ctx) -> float:
@@ -111,11 +119,19 @@ def open_socket(task: dict, ctx: agl.Ctx) -> float:
 
 def http_get(task: dict, ctx: agl.Ctx) -> float:
     """``ctx.http().get(url)`` ("timeout" seconds, optional): 1.0 if a response came (its status
-    and body logged), 0.0 if it raised an ``agl.HttpError`` (the sandbox's refusal, a timeout...)."""
+    and body logged), 0.0 if it raised an ``agl.HttpError`` (the sandbox's refusal, a timeout...).
+    With "raw": true the SDK's checks of the URL are skipped: its parts go to ``wasi:http`` as
+    written (user info included), as a guest bypassing the SDK would send them."""
     url = task["url"]
 
     def attempt() -> str:
-        response = ctx.http().get(url, headers={"x-probe": "probe-py"}, timeout=task.get("timeout"))
+        if task.get("raw"):
+            scheme, _, rest = url.partition("://")
+            authority, slash, path = rest.partition("/")
+            request = agl.HttpRequest("GET", url, {"x-probe": "probe-py"}, None, task.get("timeout"))
+            response = _wit_http.send(request, Target(scheme, authority, slash + path))
+        else:
+            response = ctx.http().get(url, headers={"x-probe": "probe-py"}, timeout=task.get("timeout"))
         return f"status {response.status}, {len(response.body)} bytes: {response.text()[:200]}"
 
     return verdict(ctx, "http_get", attempt)
@@ -146,6 +162,10 @@ def huge_error(task: dict, ctx: agl.Ctx) -> float:
 
 def panic(task: dict, ctx: agl.Ctx) -> float:
     raise RuntimeError("probe: panic on purpose")
+
+
+def error_text(task: dict, ctx: agl.Ctx) -> float:
+    raise agl.AglError(str(task["text"]))
 
 
 def flaky(task: dict, ctx: agl.Ctx) -> float:
@@ -208,6 +228,7 @@ def operation(task: dict, ctx: agl.Ctx) -> float:
 ACTIONS: dict[str, Callable[[dict, agl.Ctx], Any]] = {
     "noop": lambda task, ctx: 1.0,
     "spin": spin,
+    "sleep": sleep,
     "memory_bomb": memory_bomb,
     "deep_recursion": deep_recursion,
     "read_file": read_file,
@@ -217,6 +238,7 @@ ACTIONS: dict[str, Callable[[dict, agl.Ctx], Any]] = {
     "http_get": http_get,
     "stdout_flood": stdout_flood,
     "huge_error": huge_error,
+    "error_text": error_text,
     "panic": panic,
     "flaky": flaky,
     "llm_once": llm_once,

@@ -11,6 +11,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 pub fn repo() -> PathBuf {
@@ -161,4 +162,58 @@ pub fn granted_one_refused_one(run: &Output, out: &Path) -> Value {
         "granted 1, refused 0: {results:#}"
     );
     results
+}
+
+/// A server on a free loopback port that answers every connection with `answer` (a whole
+/// HTTP/1.1 response) and keeps the text of each request (its first 4 KiB), in order.
+pub fn answer_all(answer: &'static [u8]) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let read = stream.read(&mut request).unwrap_or(0);
+            let text = String::from_utf8_lossy(&request[..read]).into_owned();
+            log.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(text);
+            let _ = stream.write_all(answer);
+        }
+    });
+    (addr, seen)
+}
+
+/// The spans of the rollout whose task has `"url": url`, in the run `results` kept in `db`
+/// (`agl-host show --json`).
+pub fn spans_of_url(db: &str, results: &Value, url: &str) -> Vec<Value> {
+    let show = |args: &[&str]| -> Value {
+        let mut all = vec!["show", "--db", db];
+        all.extend_from_slice(args);
+        all.push("--json");
+        let shown = agl_host(&all);
+        assert!(shown.status.success(), "{}", text(&shown));
+        serde_json::from_slice(&shown.stdout).expect("show --json prints JSON")
+    };
+    let run_id = results["run_id"].as_str().expect("run id");
+    let rollouts = show(&[run_id]);
+    let rollout_id = rollouts["rollouts"]
+        .as_array()
+        .expect("rollouts")
+        .iter()
+        .map(|r| &r["rollout"])
+        .find(|r| r["input"]["url"] == url)
+        .and_then(|r| r["rollout_id"].as_str())
+        .unwrap_or_else(|| panic!("no rollout for {url}: {rollouts:#}"))
+        .to_owned();
+    show(&[run_id, &rollout_id])["spans"].as_array().expect("spans").clone()
+}
+
+/// The `agl.http.request` spans among `spans`.
+pub fn http_request_spans(spans: &[Value]) -> Vec<Value> {
+    spans
+        .iter()
+        .filter(|s| s["name"] == "agl.http.request")
+        .cloned()
+        .collect()
 }

@@ -319,6 +319,88 @@ async fn a_name_granted_exactly_may_resolve_to_loopback() {
     assert_eq!(attr(http_spans(&ran)[0], "server.address"), "localhost");
 }
 
+/// User info in a URL (`user:secret@`) would travel in the `Host` header: the request is refused
+/// before anything is resolved or sent, and its span says why without repeating the secret.
+#[tokio::test]
+async fn a_url_with_user_info_is_refused_before_anything_is_sent() {
+    let server = TestServer::start().await;
+    let localhost = format!("http://localhost:{}", server.port()).parse().unwrap();
+    let agent = probe(granting([server.grant(), localhost]));
+    let urls = [
+        format!("http://user:secret@127.0.0.1:{}/hello", server.port()),
+        format!("http://user@LOCALHOST.:{}/hello", server.port()),
+    ];
+    let requests: Vec<Value> = urls.iter().map(|url| json!({"url": url})).collect();
+    let ran = fetch(&agent, json!(requests), None).await;
+    assert_eq!(ran.outcome.reward, Some(0.0), "{:?}", ran.logs());
+    let logs = ran.logs();
+    for url in &urls {
+        assert!(
+            logs.iter()
+                .any(|l| l.contains(url.as_str()) && l.contains("handle error: ErrorCode::HttpRequestDenied")),
+            "{url}: {logs:?}"
+        );
+    }
+    let spans = http_spans(&ran);
+    assert_eq!(spans.len(), 2);
+    for span in spans {
+        assert_eq!(span.status.status_code, StatusCode::Error);
+        assert_eq!(attr(span, "error.type"), "HTTP-request-denied");
+        assert!(description(span).contains("user info"), "{:?}", span.status);
+        assert!(!format!("{span:?}").contains("secret"), "{span:?}");
+    }
+    assert!(server.seen().is_empty(), "nothing was sent: {:?}", server.seen());
+    still_serves_http(&agent, &server).await;
+}
+
+/// A host is normalised once (case, one trailing dot): `LOCALHOST.` is the `localhost` its grant
+/// names, resolved as that name (the hosts file, not the network's resolver) and sent as it in
+/// `Host`; `127.0.0.1.` is that address. A name the resolver would read as an address (`127.1`)
+/// is no host at all.
+#[tokio::test]
+async fn a_trailing_dot_name_is_the_name_its_grant_names_everywhere() {
+    let server = TestServer::start().await;
+    let port = server.port();
+    let localhost = format!("http://localhost:{port}").parse().unwrap();
+    let mut policy = granting([localhost, server.grant()]);
+    policy.http.timeout = Duration::from_secs(5);
+    let agent = probe(policy);
+    let requests = json!([
+        {"url": format!("http://LOCALHOST.:{port}/hello")},
+        {"url": format!("http://127.0.0.1.:{port}/hello")},
+        {"url": format!("http://127.1:{port}/hello")},
+    ]);
+    let ran = fetch(&agent, requests, None).await;
+    assert_eq!(ran.outcome.reward, Some(2.0), "{:?}", ran.logs());
+    assert_eq!(
+        server.seen(),
+        vec![
+            format!("GET /hello host=localhost:{port} body=0"),
+            format!("GET /hello host=127.0.0.1:{port} body=0"),
+        ]
+    );
+    let spans = http_spans(&ran);
+    assert_eq!(spans.len(), 3);
+    for address in ["localhost", "127.0.0.1"] {
+        let span = spans
+            .iter()
+            .find(|s| s.attributes.get("server.address") == Some(&json!(address)))
+            .unwrap_or_else(|| panic!("no span names {address}: {spans:?}"));
+        assert_eq!(attr(span, "http.response.status_code"), 200);
+    }
+    let numeric = spans
+        .iter()
+        .find(|s| s.attributes.get("error.type") == Some(&json!("invalid-uri")))
+        .unwrap_or_else(|| panic!("127.1 is refused as no host: {spans:?}"));
+    assert!(description(numeric).contains("'127.1'"), "{:?}", numeric.status);
+    let logs = ran.logs();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("127.1:") && l.contains("handle error: ErrorCode::HttpRequestUriInvalid")),
+        "{logs:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_request_budget_stops_the_third_request() {
     let server = TestServer::start().await;

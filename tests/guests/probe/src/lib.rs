@@ -17,6 +17,9 @@ enum Task {
     Noop,
     /// Loops forever (the host's CPU limit must stop it).
     Spin,
+    /// Sleeps `secs` seconds (`std::thread::sleep`: the guest waits in a host call, which the
+    /// deadline must cut short).
+    Sleep { secs: u64 },
     /// Allocates and touches 16 MiB chunks forever (the memory limit must stop it).
     MemoryBomb,
     /// Recurses without end (wasm's call stack must overflow into a trap).
@@ -71,6 +74,13 @@ enum Task {
     GarbageReward,
     /// Fails with an error message of `bytes` bytes.
     HugeError { bytes: usize },
+    /// Fails with exactly `text` as the error message (control characters and all), after
+    /// emitting `reward` if given (a reward the failed attempt must not be credited with).
+    ErrorText {
+        text: String,
+        #[serde(default)]
+        reward: Option<f64>,
+    },
     /// Panics (a trap: the attempt fails).
     Panic,
     /// Logs the wall clock, a monotonic clock difference and four random numbers as one object.
@@ -109,6 +119,10 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
     match task {
         Task::Noop => Ok(Some(1.0)),
         Task::Spin => hostile::spin(),
+        Task::Sleep { secs } => {
+            std::thread::sleep(std::time::Duration::from_secs(secs));
+            Ok(Some(1.0))
+        }
         Task::MemoryBomb => hostile::memory_bomb(),
         Task::DeepRecursion => Ok(Some(hostile::deep_recursion() as f64)),
         Task::ReadFile { path } => Ok(Some(capabilities::read_file(ctx, &path))),
@@ -128,6 +142,12 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
         Task::HostCalls { n } => Ok(Some(host_calls::debug_logs(ctx, n))),
         Task::GarbageReward => Ok(Some(f64::NAN)),
         Task::HugeError { bytes } => Err(Error::new("E".repeat(bytes))),
+        Task::ErrorText { text, reward } => {
+            if let Some(value) = reward {
+                ctx.reward(value);
+            }
+            Err(Error::new(text))
+        }
         Task::Panic => panic!("probe: panic on purpose"),
         Task::ClockAndRandom => host_calls::clock_and_random(ctx),
         Task::EmitRewards => {

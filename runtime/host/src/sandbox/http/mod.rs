@@ -3,9 +3,10 @@
 //! granted hosts, the request budget, the timeout and the response-body cap).
 //!
 //! Every world links it; what a guest may do is decided per request by [`HttpGate`], the
-//! wasi:http hooks of one instance: the request's scheme, host and port must fall under a grant
-//! and the attempt's budget must not be spent, else the guest's `handle` fails at once with
-//! `HTTP-request-denied`. An admitted request is sent by the host itself (`send.rs`: its own name
+//! wasi:http hooks of one instance: a URL with user info is refused; the host is normalised once
+//! ([`RequestHost`]: lower case, no trailing dot), and the request's scheme, that host and port
+//! must fall under a grant and the attempt's budget must not be spent, else the guest's `handle`
+//! fails at once with `HTTP-request-denied`. An admitted request is sent by the host itself (`send.rs`: its own name
 //! lookup, non-public addresses only for a host granted exactly, TLS, timeouts), and its response
 //! body is counted and capped (`body.rs`). `handle` is linked here rather than taken from
 //! wasmtime-wasi-http so that it can reach the world's trace: each request is a client span, a
@@ -18,7 +19,7 @@ mod send;
 mod span;
 
 use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
-use crate::policy::{HttpPolicy, HttpScheme, SandboxPolicy};
+use crate::policy::{HttpPolicy, HttpScheme, RequestHost, SandboxPolicy};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 use span::{OpenSpans, RequestSpan, keys};
@@ -171,27 +172,36 @@ async fn handle<W: World>(
     }
 }
 
-/// Where a request goes, from its URI.
+/// Where a request goes, from its URI: the scheme, the host normalised once (what is matched
+/// against the grants, resolved, and named in the `Host` header, TLS and the span) and the port.
 pub(crate) struct Target {
     scheme: HttpScheme,
-    /// As the URI writes it (an IPv6 address in brackets).
-    host: String,
+    host: RequestHost,
     port: u16,
 }
 
+/// Why a URI names no target: the guest's error code, the span's `error.type` and the reason.
+type BadTarget = (ErrorCode, &'static str, String);
+
 impl Target {
-    fn of(uri: &http::Uri) -> Result<Self, String> {
+    fn of(uri: &http::Uri) -> Result<Self, BadTarget> {
+        let invalid = |reason: String| (ErrorCode::HttpRequestUriInvalid, "invalid-uri", reason);
+        let authority = uri
+            .authority()
+            .ok_or_else(|| invalid("the URL names no host".to_owned()))?;
+        // Checked first, so that no reason below repeats the credentials.
+        if authority.as_str().contains('@') {
+            let reason = "the URL carries user info (user:password@host), which is refused: send credentials in an authorization header";
+            return Err((ErrorCode::HttpRequestDenied, "HTTP-request-denied", reason.to_owned()));
+        }
         let scheme = uri
             .scheme_str()
             .and_then(HttpScheme::parse)
-            .ok_or_else(|| format!("'{uri}': only http and https are supported"))?;
-        let host = uri
-            .host()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("'{uri}' names no host"))?;
+            .ok_or_else(|| invalid(format!("'{uri}': only http and https are supported")))?;
+        let host = RequestHost::parse(authority.host()).map_err(invalid)?;
         Ok(Self {
             scheme,
-            host: host.to_owned(),
+            host,
             port: uri.port_u16().unwrap_or_else(|| scheme.default_port()),
         })
     }
@@ -199,6 +209,14 @@ impl Target {
     /// `scheme://host:port`, as a grant for it would be written.
     fn origin(&self) -> String {
         format!("{}://{}:{}", self.scheme.as_str(), self.host, self.port)
+    }
+
+    /// The `Host` header: the host as checked, and the port unless it is the scheme's default.
+    fn authority(&self) -> String {
+        match self.port == self.scheme.default_port() {
+            true => self.host.to_string(),
+            false => format!("{}:{}", self.host, self.port),
+        }
     }
 }
 
@@ -233,11 +251,11 @@ impl WasiHttpHooks for HttpGate {
         span.set([KeyValue::new(keys::METHOD, request.method().as_str().to_owned())]);
         let target = match Target::of(request.uri()) {
             Ok(target) => target,
-            Err(reason) => return self.refuse(span, ErrorCode::HttpRequestUriInvalid, "invalid-uri", reason),
+            Err((code, kind, reason)) => return self.refuse(span, code, kind, reason),
         };
         span.set([
             KeyValue::new(keys::SCHEME, target.scheme.as_str()),
-            KeyValue::new(keys::HOST, target.host.clone()),
+            KeyValue::new(keys::HOST, target.host.to_string()),
             KeyValue::new(keys::PORT, i64::from(target.port)),
             KeyValue::new(keys::PATH, request.uri().path().to_owned()),
         ]);
@@ -261,5 +279,53 @@ impl WasiHttpHooks for HttpGate {
         span.set([KeyValue::new(keys::REQUESTS_USED, i64::from(self.requests))]);
         let limits = send::Limits::new(self.policy.timeout, self.policy.max_response_bytes, options);
         Box::new(send::send(request, target, granted, limits, span))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Result<Target, BadTarget> {
+        Target::of(&url.parse().expect("a URI"))
+    }
+
+    #[test]
+    fn a_url_with_user_info_is_refused_without_repeating_it() {
+        for url in [
+            "http://user:secret@127.0.0.1:8080/",
+            "http://user@localhost:8080/",
+            "https://:secret@example.com/",
+            "ftp://user:secret@example.com/",
+        ] {
+            let Err((code, kind, reason)) = target(url) else {
+                panic!("{url} was accepted")
+            };
+            assert!(matches!(code, ErrorCode::HttpRequestDenied), "{url}: {code:?}");
+            assert_eq!(kind, "HTTP-request-denied");
+            assert!(reason.contains("user info"), "{reason}");
+            assert!(!reason.contains("secret"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn the_target_is_the_normalised_host_and_its_authority_the_host_header() {
+        let t = target("http://LOCALHOST.:8080/a?b").unwrap_or_else(|(_, _, r)| panic!("{r}"));
+        assert_eq!(t.host, RequestHost::Name("localhost".into()));
+        assert_eq!(
+            (t.origin(), t.authority()),
+            ("http://localhost:8080".into(), "localhost:8080".into())
+        );
+        let t = target("https://Example.COM./").unwrap_or_else(|(_, _, r)| panic!("{r}"));
+        assert_eq!((t.port, t.authority()), (443, "example.com".into()));
+        let t = target("http://[::1]:80/").unwrap_or_else(|(_, _, r)| panic!("{r}"));
+        assert_eq!(t.authority(), "[::1]");
+        for bad in ["http://localhost../", "http://127.1/", "http://a..b/"] {
+            let Err((code, kind, _)) = target(bad) else {
+                panic!("{bad} was accepted")
+            };
+            assert!(matches!(code, ErrorCode::HttpRequestUriInvalid), "{bad}: {code:?}");
+            assert_eq!(kind, "invalid-uri");
+        }
     }
 }

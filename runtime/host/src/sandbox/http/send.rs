@@ -1,6 +1,7 @@
-//! Sending one admitted request: the host resolves the name itself, refuses non-public addresses
-//! unless a grant names the host exactly, connects to the very address it checked (no second
-//! lookup, so a name cannot be rebound between the check and the connection), speaks TLS for
+//! Sending one admitted request: the host resolves the name itself (the normalised one the grant
+//! matched), refuses it if any address it resolves to is non-public unless a grant names the host
+//! exactly, connects only to an address it checked (no second lookup, so a name cannot be
+//! rebound between the check and the connection), sends that host as `Host`, speaks TLS for
 //! `https` (rustls with Mozilla's roots, `webpki-root-certs`), and exchanges the request over
 //! HTTP/1.1. Each wait is bounded by the policy's timeout (or a shorter one the guest asked for):
 //! connecting (lookup, TCP, TLS, handshake), the response's head, and each wait between two
@@ -10,10 +11,10 @@ use super::Target;
 use super::addr::non_public;
 use super::body::{CountingBody, ResponseBody};
 use super::span::RequestSpan;
-use crate::policy::{Granted, HttpScheme};
+use crate::policy::{Granted, HttpScheme, RequestHost};
 use http_body_util::BodyExt;
 use std::future::poll_fn;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
@@ -139,19 +140,7 @@ async fn exchange(
 ) -> Result<Exchanged, Failure> {
     let connect_by = Instant::now() + limits.connect;
     let addresses = resolve(target, connect_by).await?;
-    if granted == Granted::ByWildcard
-        && let Some((address, kind)) = addresses.iter().find_map(|a| non_public(a.ip()).map(|kind| (a, kind)))
-    {
-        return Err(Failure::new(
-            Error::DestinationIpProhibited,
-            "destination-ip-prohibited",
-            format!(
-                "{} resolves to {}, a {kind} address; only a grant naming this host exactly may reach it",
-                target.host,
-                address.ip()
-            ),
-        ));
-    }
+    let addresses = reachable(addresses, granted, target)?;
     let tcp = connect(&addresses, connect_by, target).await?;
     let stream: Box<dyn Stream> = match target.scheme {
         HttpScheme::Http => Box::new(tcp),
@@ -164,7 +153,11 @@ async fn exchange(
         Ok(Ok(pair)) => pair,
     };
 
-    // The request line takes the path only (the host is in the `host` header wasi:http set).
+    // The request line takes the path only; the `host` header names the host as it was checked
+    // and resolved (wasi:http set the URL's authority, maybe another case or a trailing dot).
+    let host = http::HeaderValue::try_from(target.authority())
+        .map_err(|e| Failure::new(Error::HttpRequestUriInvalid, "invalid-uri", e.to_string()))?;
+    request.headers_mut().insert(http::header::HOST, host);
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
     *request.uri_mut() = http::Uri::builder()
         .path_and_query(path)
@@ -224,12 +217,35 @@ fn timed_out(error: Error, waiting_for: &str, after: Duration) -> Failure {
     )
 }
 
-/// The host's addresses: an IP literal as it is, a name looked up once, here.
-async fn resolve(target: &Target, by: Instant) -> Result<Vec<SocketAddr>, Failure> {
-    if let Some(ip) = target.ip() {
-        return Ok(vec![SocketAddr::new(ip, target.port)]);
+/// The addresses a request may connect to: all of them, when a grant names the host exactly;
+/// else every address the name resolved to must be public, or the request is refused (a name
+/// cannot mix a public address with a local one and have the local one tried).
+fn reachable(addresses: Vec<SocketAddr>, granted: Granted, target: &Target) -> Result<Vec<SocketAddr>, Failure> {
+    if granted == Granted::Exactly {
+        return Ok(addresses);
     }
-    let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
+    match addresses.iter().find_map(|a| non_public(a.ip()).map(|kind| (a, kind))) {
+        None => Ok(addresses),
+        Some((address, kind)) => Err(Failure::new(
+            Error::DestinationIpProhibited,
+            "destination-ip-prohibited",
+            format!(
+                "{} resolves to {}, a {kind} address; only a grant naming this host exactly may reach it",
+                target.host,
+                address.ip()
+            ),
+        )),
+    }
+}
+
+/// The host's addresses: an IP literal as it is, a name (normalised: the one the grant matched)
+/// looked up once, here.
+async fn resolve(target: &Target, by: Instant) -> Result<Vec<SocketAddr>, Failure> {
+    let name = match &target.host {
+        RequestHost::Ip(ip) => return Ok(vec![SocketAddr::new(*ip, target.port)]),
+        RequestHost::Name(name) => name,
+    };
+    let lookup = tokio::net::lookup_host((name.as_str(), target.port));
     match tokio::time::timeout_at(by, lookup).await {
         Err(_) => Err(Failure::new(
             Error::DnsTimeout,
@@ -287,9 +303,9 @@ async fn connect(addresses: &[SocketAddr], by: Instant, target: &Target) -> Resu
 
 async fn tls(tcp: TcpStream, target: &Target, by: Instant) -> Result<impl Stream, Failure> {
     let config = tls_config().map_err(|reason| Failure::new(Error::TlsProtocolError, "tls", reason))?;
-    let name = match target.ip() {
-        Some(ip) => rustls::pki_types::ServerName::from(ip),
-        None => rustls::pki_types::ServerName::try_from(target.host.as_str())
+    let name = match &target.host {
+        RequestHost::Ip(ip) => rustls::pki_types::ServerName::from(*ip),
+        RequestHost::Name(name) => rustls::pki_types::ServerName::try_from(name.as_str())
             .map(|n| n.to_owned())
             .map_err(|_| {
                 Failure::new(
@@ -349,14 +365,6 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
         .clone()
 }
 
-impl Target {
-    /// The host as an IP address, when it is one.
-    pub(crate) fn ip(&self) -> Option<IpAddr> {
-        let host = self.host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
-        host.unwrap_or(&self.host).parse().ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,7 +383,7 @@ mod tests {
         let port = listener.local_addr().expect("addr").port();
         let target = || Target {
             scheme: HttpScheme::Http,
-            host: "localhost".to_owned(),
+            host: RequestHost::Name("localhost".to_owned()),
             port,
         };
         let limits = Limits::new(Duration::from_secs(5), 1 << 20, None);
@@ -402,6 +410,64 @@ mod tests {
             .expect("answer");
         let (response, _io) = exact.await.expect("joined").expect("answered");
         assert_eq!(response.status(), 204);
+    }
+
+    /// `LOCALHOST.` is resolved as `localhost`, the name the grant matched (the system's hosts
+    /// file, not the network's resolver), and sent as that name in `Host`.
+    #[tokio::test]
+    async fn a_trailing_dot_name_is_resolved_and_sent_as_the_normalised_name() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let url = format!("http://LOCALHOST.:{port}/x");
+        let uri: http::Uri = url.parse().expect("uri");
+        let target = Target::of(&uri).unwrap_or_else(|(_, _, reason)| panic!("{reason}"));
+        assert_eq!(target.host, RequestHost::Name("localhost".to_owned()));
+        let limits = Limits::new(Duration::from_secs(5), 1 << 20, None);
+        let mut request = get(&url);
+        // As wasi:http sets it: the URL's authority.
+        let authority = http::HeaderValue::from_str(&format!("LOCALHOST.:{port}")).expect("header");
+        request.headers_mut().insert(http::header::HOST, authority);
+        let sent = tokio::spawn(send(request, target, Granted::Exactly, limits, RequestSpan::new(None)));
+        let accepted = tokio::time::timeout(Duration::from_secs(5), listener.accept()).await;
+        let (mut stream, _) = accepted
+            .expect("localhost resolves to this loopback listener")
+            .expect("accept");
+        let mut head = vec![0u8; 4096];
+        let read = tokio::io::AsyncReadExt::read(&mut stream, &mut head)
+            .await
+            .expect("request");
+        let head = String::from_utf8_lossy(&head[..read]).to_ascii_lowercase();
+        assert!(head.contains(&format!("\r\nhost: localhost:{port}\r\n")), "{head}");
+        assert_eq!(head.matches("\r\nhost:").count(), 1, "{head}");
+        tokio::io::AsyncWriteExt::write_all(&mut stream, b"HTTP/1.1 204 No Content\r\n\r\n")
+            .await
+            .expect("answer");
+        let (response, _io) = sent.await.expect("joined").expect("answered");
+        assert_eq!(response.status(), 204);
+    }
+
+    /// Under a wildcard grant every address a name resolves to is checked, not only the first:
+    /// one local address among public ones refuses the request.
+    #[test]
+    fn every_resolved_address_is_checked_unless_the_host_is_granted_exactly() {
+        let target = Target {
+            scheme: HttpScheme::Https,
+            host: RequestHost::Name("api.example.com".to_owned()),
+            port: 443,
+        };
+        let address = |ip: &str| SocketAddr::new(ip.parse().expect("ip"), 443);
+        let public = vec![address("93.184.216.34"), address("2606:2800:220:1::1")];
+        let ok = reachable(public.clone(), Granted::ByWildcard, &target).map_err(|f| f.reason);
+        assert_eq!(ok, Ok(public.clone()));
+        let mixed = vec![public[0], address("::ffff:169.254.169.254"), public[1]];
+        let refused = reachable(mixed.clone(), Granted::ByWildcard, &target).map(|_| ());
+        let Err(failure) = refused else {
+            panic!("a local address among public ones is refused")
+        };
+        assert!(matches!(failure.error, Error::DestinationIpProhibited));
+        assert!(failure.reason.contains("169.254.169.254"), "{}", failure.reason);
+        let exact = reachable(mixed.clone(), Granted::Exactly, &target).map_err(|f| f.reason);
+        assert_eq!(exact, Ok(mixed));
     }
 
     #[test]
