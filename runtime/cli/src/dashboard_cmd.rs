@@ -81,18 +81,22 @@ pub async fn serve_routes(
 }
 
 /// `agl-host run --dashboard [ADDR]`: the run's store and the dashboard on `addr` (the default
-/// address falls back to a free port when taken).
-pub async fn serve_run(backend: Arc<dyn StoreBackend>, addr: SocketAddr) -> anyhow::Result<ServerHandle> {
+/// address falls back to a free port when taken), answering `edge`'s hosts and origins too.
+pub async fn serve_run(
+    backend: Arc<dyn StoreBackend>,
+    addr: SocketAddr,
+    edge: &crate::args::EdgeArgs,
+) -> anyhow::Result<ServerHandle> {
     if !addr.ip().is_loopback() {
         stderr_line(&format!(
             "warning: --dashboard on {addr}: anyone who can reach it can read and change the run (it has no token)"
         ));
     }
-    let options = ServerOptions {
+    let options = edge.allow(ServerOptions {
         host: addr.ip(),
         port: addr.port(),
         ..ServerOptions::default()
-    };
+    });
     serve(backend, options, None, addr.port() == DEFAULT_PORT)
         .await
         .context("starting the dashboard")
@@ -113,12 +117,12 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     } = kept::open_kept(&db).await?;
     let mut interrupts = crate::signals::Interrupts::register()?;
     warn_if_open(args.host, args.token.is_some(), "the run");
-    let options = ServerOptions {
+    let options = args.edge.allow(ServerOptions {
         host: args.host,
         port: args.port,
         token: args.token.clone(),
         ..ServerOptions::default()
-    };
+    });
     let handle = serve(backend, options, None, args.port == DEFAULT_PORT)
         .await
         .context("starting the dashboard")?;

@@ -24,15 +24,20 @@ use tower::ServiceExt;
 /// The kept runs of one folder, each run's routes built once.
 struct KeptRuns {
     dir: PathBuf,
+    /// The options of the server in front (its address, the hosts and origins it answers): a
+    /// run's routes check a request's `Host` and `Origin` as it did.
+    outer: ServerOptions,
     opened: Mutex<HashMap<String, Router>>,
 }
 
 type Runs = State<Arc<KeptRuns>>;
 
-/// The list of runs and every run's routes under its prefix, over the runs kept in `dir`.
-pub fn routes(dir: PathBuf) -> Router {
+/// The list of runs and every run's routes under its prefix, over the runs kept in `dir`, served
+/// by a server started with `outer`.
+pub fn routes(dir: PathBuf, outer: &ServerOptions) -> Router {
     let runs = Arc::new(KeptRuns {
         dir,
+        outer: outer.clone(),
         opened: Mutex::new(HashMap::new()),
     });
     Router::new()
@@ -147,10 +152,14 @@ impl KeptRuns {
                 format!("cannot open {}: {error:#}", file.display()),
             )
         })?;
-        // The token is the outer server's (it covers these routes); no site of its own but
-        // the dashboard, so that `/runs/{id}/js/app.js` is the page's file.
+        // The token is the outer server's (it covers these routes), and so are the hosts and
+        // origins answered; no site of its own but the dashboard, so that `/runs/{id}/js/app.js`
+        // is the page's file.
         let options = ServerOptions {
             site: Some(dashboard_cmd::embedded_site()),
+            host: self.outer.host,
+            allowed_hosts: self.outer.allowed_hosts.clone(),
+            allowed_origins: self.outer.allowed_origins.clone(),
             ..ServerOptions::default()
         };
         let router = agl_server::router(store.clone(), &options).merge(agl_server::host_routes(store));
@@ -188,22 +197,18 @@ pub async fn run(args: crate::args::DashboardArgs) -> anyhow::Result<std::proces
         .len();
     let mut interrupts = crate::signals::Interrupts::register()?;
     dashboard_cmd::warn_if_open(args.host, args.token.is_some(), "the runs");
-    let options = ServerOptions {
+    let options = args.edge.allow(ServerOptions {
         host: args.host,
         port: args.port,
         token: args.token.clone(),
         ..ServerOptions::default()
-    };
+    });
     // The root serves no run of its own: its store API is an empty store's, kept in memory.
     let root = kept::open_to_read(&DbUrl::Memory)?;
-    let handle = dashboard_cmd::serve_routes(
-        root,
-        options,
-        routes(args.dir.clone()),
-        args.port == dashboard_cmd::DEFAULT_PORT,
-    )
-    .await
-    .context("starting the dashboard")?;
+    let routes = routes(args.dir.clone(), &options);
+    let handle = dashboard_cmd::serve_routes(root, options, routes, args.port == dashboard_cmd::DEFAULT_PORT)
+        .await
+        .context("starting the dashboard")?;
     crate::output::stderr_line(&format!(
         "agl-host dashboard: listening on {} ({count} kept run(s) in {}; Ctrl-C to stop)",
         dashboard_cmd::url(&handle, args.token.as_deref()),

@@ -496,6 +496,33 @@ async fn the_page_takes_the_token_from_the_printed_url() {
     browser.quit().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_token_in_the_url_the_page_asks_for_it_in_a_form() {
+    let Some(browser) = Browser::start("dashboard_token_form").await else {
+        return;
+    };
+    let server = tokio::task::spawn_blocking(|| serve(&["--token", "s3 cret"]))
+        .await
+        .expect("served");
+    let root = server.url.split('#').next().unwrap_or_default().to_owned();
+    browser.open(&root).await;
+    browser.wait_for_text_in("[data-token-form]", "needs its token").await;
+    browser.screenshot("token-form").await;
+    // A wrong token is refused and asked for again.
+    let input = browser.wait_for("[data-token-form] input").await;
+    input.send_keys("wrong").await.expect("type the token");
+    browser.click("[data-token-form] button").await;
+    browser
+        .wait_for_text_in("[data-token-form]", "refused this token")
+        .await;
+    let input = browser.wait_for("[data-token-form] input").await;
+    input.send_keys("s3 cret").await.expect("type the token");
+    browser.click("[data-token-form] button").await;
+    browser.wait_for_text_in("[data-view=run] h1", "completed").await;
+    browser.screenshot("run").await;
+    browser.quit().await;
+}
+
 /// A span of `attempt` as the 0.3.0 API takes it.
 fn span(rollout: &str, attempt: &str, id: &str, name: &str, status: &str, attributes: Value) -> Value {
     serde_json::json!({

@@ -32,6 +32,19 @@ pub(crate) async fn require_bearer(State(expected): State<ExpectedToken>, reques
     }
 }
 
+/// `router` with every route requiring `Authorization: Bearer <token>` (JSON 401 otherwise), for
+/// a part of a server whose other routes have a key of their own (the LLM proxy's operator routes
+/// beside its agents' capabilities). An empty token matches nothing.
+pub fn require_token(router: axum::Router, token: &str) -> axum::Router {
+    router.route_layer(axum::middleware::from_fn_with_state(
+        ExpectedToken {
+            token: Arc::from(token),
+            public_site: false,
+        },
+        require_bearer,
+    ))
+}
+
 /// True when the request's `Authorization` header is `Bearer <expected>` (scheme in any case).
 fn presents(request: &Request, expected: &str) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else {

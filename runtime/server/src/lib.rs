@@ -13,12 +13,18 @@
 //!
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
 //! and runs it until [`ServerHandle::shutdown`]; [`serve_with`] serves more routes beside the
-//! store's on the same port, under the same token and body limit (the LLM proxy's).
+//! store's on the same port, under the same token and body limit (the LLM proxy's);
+//! [`serve_router`] serves another router (the LLM proxy's alone) under the same limits and checks.
+//! Every router served is guarded against use by web pages of other sites: paths starting with
+//! `//` are 404, a loopback-bound server answers only loopback `Host` names (DNS rebinding), an
+//! `Origin` other than the server's own is refused, and request bodies must be JSON
+//! ([`ServerOptions::allowed_hosts`], [`ServerOptions::allowed_origins`]).
 //! [`ServerOptions::site`] adds a static web app (a dashboard, [`Site`]) at `/`, public, served
 //! for every `GET` that is not the API's.
 
 mod auth;
 mod connections;
+mod edge;
 mod error;
 mod extract;
 mod json;
@@ -30,20 +36,22 @@ mod server;
 mod site;
 mod stall;
 
+pub use auth::require_token;
 pub use error::ServerError;
 pub use options::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PORT, DEFAULT_WRITE_STALL_TIMEOUT, ServerOptions,
 };
 pub use routes::host_routes;
-pub use server::{SHUTDOWN_GRACE, ServerHandle, serve, serve_with};
+pub use server::{SHUTDOWN_GRACE, ServerHandle, serve, serve_router, serve_with};
 pub use site::{Site, is_api_path};
 
 use agl_store::LightningStore;
 use std::sync::Arc;
 
-/// The whole HTTP API over `store`, with the options' token check and body limit applied.
-/// `host` and `port` are not used here (see [`serve`]).
+/// The whole HTTP API over `store`, with the options' token check, body limit and edge checks
+/// (path, `Host`, `Origin`, content type) applied. Nothing is bound (see [`serve`]): `port` is not
+/// used, and `host` only says which `Host` names are answered (a loopback one: loopback names).
 pub fn router(store: Arc<dyn LightningStore>, options: &ServerOptions) -> axum::Router {
     routes::build(store, options, None, None)
 }

@@ -1,5 +1,6 @@
-//! How the server is started: address, optional bearer token, and the limits that keep a bad
-//! client from starving the others (body size, time to send headers and body, connections).
+//! How the server is started: address, optional bearer token, the limits that keep a bad client
+//! from starving the others (body size, time to send headers and body, connections), and the
+//! host names and web origins it answers besides its own.
 
 use crate::site::Site;
 use std::fmt;
@@ -50,6 +51,17 @@ pub struct ServerOptions {
     /// A static web app (a dashboard) served at `/` for every `GET`/`HEAD` that is not the API's,
     /// without the token (its files hold no data). `None`: no site, every other path is a 404.
     pub site: Option<Site>,
+    /// Host names answered besides the loopback ones, as a `Host` header names them: `name`
+    /// (any port) or `name:port`, case-insensitive, e.g. `dash.example.com`, `10.0.0.5:4747`.
+    /// A server bound to a loopback address answers only loopback names (`localhost`,
+    /// `*.localhost`, `127.x.y.z`, `[::1]`) and these, so that a web page whose name was
+    /// re-pointed at 127.0.0.1 (DNS rebinding) cannot use it. A server bound to another address
+    /// checks `Host` only when this is not empty (then loopback names, the bound address and these).
+    pub allowed_hosts: Vec<String>,
+    /// Web origins (`scheme://host[:port]`, e.g. `https://dash.example.com`) whose pages may call
+    /// this server besides its own. A request whose `Origin` is another (or `null`) is refused
+    /// 403: a page elsewhere cannot drive the API with the user's browser.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -64,6 +76,8 @@ impl Default for ServerOptions {
             write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             site: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -81,6 +95,8 @@ impl fmt::Debug for ServerOptions {
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_connections", &self.max_connections)
             .field("site", &self.site)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
             .finish()
     }
 }

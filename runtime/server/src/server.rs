@@ -1,5 +1,6 @@
-//! Binding and running: [`serve`] starts the accept loop ([`crate::connections`]) on a Tokio
-//! task and returns a [`ServerHandle`] for its address and a graceful shutdown.
+//! Binding and running: [`serve`] (the store), [`serve_with`] (the store and more routes) and
+//! [`serve_router`] (any other router) start the accept loop ([`crate::connections`]) on a Tokio
+//! task and return a [`ServerHandle`] for its address and a graceful shutdown.
 
 use crate::connections::{self, ConnectionLimits};
 use crate::error::ServerError;
@@ -22,7 +23,8 @@ pub async fn serve(store: Arc<dyn LightningStore>, options: ServerOptions) -> Re
 }
 
 /// [`serve`], with `extra`'s routes served beside the store's (e.g. the LLM proxy): the token
-/// check and the body limit cover them too; a path both serve is a programming error (panics).
+/// check, the body limit and the edge checks cover them too; a path both serve is a programming
+/// error (panics).
 pub async fn serve_with(
     store: Arc<dyn LightningStore>,
     options: ServerOptions,
@@ -31,10 +33,30 @@ pub async fn serve_with(
     start(store, options, Some(extra)).await
 }
 
+/// Binds `options.host:options.port` and serves `router` there, a router that is not the store's
+/// (e.g. the LLM proxy on a listener of its own), until the returned handle is shut down (or
+/// dropped): with the same connection limits, body limit, token check (every route, when
+/// `options.token` is set), edge checks (path, `Host`, `Origin`, content type: see [`crate`])
+/// and request metrics as [`serve`]'s (counted as the store's are; no `/metrics` route is added),
+/// the static site when `options.site` gives one, and a JSON 404 / 405 for unknown paths and
+/// methods (replacing `router`'s own fallback, if it has one). Needs a Tokio runtime.
+pub async fn serve_router(options: ServerOptions, router: axum::Router) -> Result<ServerHandle, ServerError> {
+    listen(&options, |_| routes::build_other(router, &options)).await
+}
+
 async fn start(
     store: Arc<dyn LightningStore>,
     options: ServerOptions,
     extra: Option<axum::Router>,
+) -> Result<ServerHandle, ServerError> {
+    listen(&options, |stopped| routes::build(store, &options, Some(stopped), extra)).await
+}
+
+/// Binds the options' address and serves the router `app` builds (given the shutdown signal) on
+/// a Tokio task, under the options' connection limits.
+async fn listen(
+    options: &ServerOptions,
+    app: impl FnOnce(watch::Receiver<bool>) -> axum::Router,
 ) -> Result<ServerHandle, ServerError> {
     let addr = SocketAddr::new(options.host, options.port);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -42,8 +64,8 @@ async fn start(
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local_addr = listener.local_addr().map_err(ServerError::LocalAddr)?;
     let (stop, stopped) = watch::channel(false);
-    let app = routes::build(store, &options, Some(stopped.clone()), extra);
-    let limits = ConnectionLimits::from_options(&options);
+    let app = app(stopped.clone());
+    let limits = ConnectionLimits::from_options(options);
     // Accept errors are retried inside; this only ends on shutdown (or when the handle is gone).
     let task = tokio::spawn(connections::serve(listener, app, limits, stopped));
     Ok(ServerHandle {

@@ -64,7 +64,7 @@ async fn read_until_closed(stream: &mut TcpStream) -> Option<Vec<u8>> {
 /// One `GET /v1/agl/health` on a raw connection, reading its whole answer (kept alive after).
 async fn health_on(stream: &mut TcpStream) -> String {
     stream
-        .write_all(b"GET /v1/agl/health HTTP/1.1\r\nhost: test\r\n\r\n")
+        .write_all(b"GET /v1/agl/health HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .expect("request sent");
     let mut answer = Vec::new();
@@ -113,7 +113,7 @@ async fn headers_sent_byte_by_byte_are_cut_off_at_the_header_timeout_while_other
     let (mut reader, mut writer) = stream.into_split();
     // The slow client: a request head that never ends, one byte every 50 ms.
     let trickle = tokio::spawn(async move {
-        let head = b"POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nhost: test\r\nx-slow: ";
+        let head = b"POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nhost: localhost\r\nx-slow: ";
         for byte in head.iter().copied().chain(std::iter::repeat(b'a')) {
             if writer.write_all(&[byte]).await.is_err() {
                 break;
@@ -244,7 +244,7 @@ async fn a_client_that_never_reads_its_answer_is_cut_off_and_frees_its_slot() {
     drop(big);
     let mut reader = connect(&server).await;
     reader
-        .write_all(b"GET /v1/agl/rollouts HTTP/1.1\r\nhost: test\r\n\r\n")
+        .write_all(b"GET /v1/agl/rollouts HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .expect("request sent");
     // It reads nothing. The one connection slot is its until the server gives up on it.
@@ -277,7 +277,7 @@ async fn a_body_that_stalls_is_408_with_a_detail() {
     let mut stream = connect(&server).await;
     stream
         .write_all(
-            b"POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n\
+            b"POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
               content-length: 100\r\n\r\n{\"rollouts\": [",
         )
         .await
@@ -302,7 +302,7 @@ async fn an_oversized_body_is_413_naming_the_limit_declared_or_chunked() {
     assert!(declared.error(413).contains("limit of 4096 bytes"), "{}", declared.text);
     // Chunked: no length to refuse up front, the limit stops the read.
     let mut stream = connect(&server).await;
-    let mut request = b"POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nhost: test\r\n\
+    let mut request = b"POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nhost: localhost\r\n\
                         content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
         .to_vec();
     for chunk in big.as_bytes().chunks(1000) {

@@ -133,7 +133,7 @@ async fn bodies_over_the_limit_are_413() {
     // A chunked body (no Content-Length) is cut off at the limit too.
     let chunk = format!("200\r\n{}\r\n", " ".repeat(0x200));
     let chunked = format!(
-        "POST /v1/agl/rollouts/search HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\
+        "POST /v1/agl/rollouts/search HTTP/1.1\r\nhost: localhost\r\ntransfer-encoding: chunked\r\n\
          content-type: application/json\r\nconnection: close\r\n\r\n{}0\r\n\r\n",
         chunk.repeat(8)
     );
@@ -141,7 +141,7 @@ async fn bodies_over_the_limit_are_413() {
     assert_eq!(status, 413, "{body}");
     assert!(body.contains("\"detail\""), "{body}");
     // A declared Content-Length over the limit is refused without reading the body.
-    let declared = "POST /v1/agl/rollouts HTTP/1.1\r\nhost: x\r\ncontent-length: 1000000\r\n\
+    let declared = "POST /v1/agl/rollouts HTTP/1.1\r\nhost: localhost\r\ncontent-length: 1000000\r\n\
                     content-type: application/json\r\nconnection: close\r\n\r\n{";
     let (status, _) = raw_exchange(server.handle.local_addr(), declared.as_bytes()).await;
     assert_eq!(status, 413);

@@ -70,7 +70,7 @@ async fn running_out_of_file_descriptors_pauses_accepting_and_never_stops_the_se
         .await
         .expect("the kernel completes the connection");
     client
-        .write_all(b"GET /v1/agl/health HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
+        .write_all(b"GET /v1/agl/health HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
         .await
         .expect("request sent");
     let mut answer = Vec::new();

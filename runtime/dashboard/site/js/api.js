@@ -1,6 +1,7 @@
 // The store's HTTP API, same-origin: GET requests with the bearer token when one is known.
-// The token comes from the URL fragment `#token=...` (the CLI prints such a URL) or is asked
-// for once when the store answers 401; it is kept for this tab only (sessionStorage).
+// The token comes from the URL fragment `#token=...` (the CLI prints such a URL) or, when the
+// store answers 401, from the form the page shows in place of the view (`setToken`); it is kept
+// for this tab only (sessionStorage).
 // Paths are read under a base: the page's own folder by default (`/`, or `/runs/ID/` where
 // `agl-host dashboard` serves each kept run), another run's to compare runs, `/` for the list.
 
@@ -21,6 +22,21 @@ export class ApiError extends Error {
     super(`HTTP ${status}: ${detail}`);
     this.status = status;
   }
+
+  /** The store wants a token (none was given, or it refused the one given). */
+  get needsToken() {
+    return this.status === 401;
+  }
+}
+
+/** Keeps `token` for this tab: every later request sends it. */
+export function setToken(token) {
+  sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+/** Whether a token is kept (one was given, from the URL or the form). */
+export function hasToken() {
+  return Boolean(sessionStorage.getItem(TOKEN_KEY));
 }
 
 /** The server's root, where the list of runs is read. */
@@ -51,30 +67,23 @@ export function underBase(path, base) {
  * JSON.
  */
 export async function get(path, params = {}, base = pageBase()) {
-  const url = new URL(underBase(path, base), location.origin);
+  // Appended to the origin, never resolved against it: a path such as `//elsewhere/` stays on
+  // this server (and the token with it).
+  const url = new URL(location.origin + underBase(path, base));
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined || value === null || value === "") continue;
     for (const one of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(one));
   }
-  for (let tries = 0; ; tries++) {
-    const headers = {};
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    if (token) headers.Authorization = `Bearer ${token}`;
-    const response = await fetch(url, { headers });
-    if (response.status === 401 && tries === 0) {
-      const given = prompt("This store needs its token (agl-host store --token):");
-      if (given) {
-        sessionStorage.setItem(TOKEN_KEY, given);
-        continue;
-      }
-    }
-    if (!response.ok) {
-      let detail = response.statusText;
-      try { detail = (await response.json()).detail ?? detail; } catch { /* not JSON */ }
-      throw new ApiError(response.status, detail);
-    }
-    return response.json();
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const response = await fetch(url, { headers });
+  if (!response.ok) {
+    let detail = response.statusText;
+    try { detail = (await response.json()).detail ?? detail; } catch { /* not JSON */ }
+    throw new ApiError(response.status, detail);
   }
+  return response.json();
 }
 
 /** Every item of a paginated query (`limit=-1`: the store answers them all at once). */

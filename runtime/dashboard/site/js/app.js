@@ -2,8 +2,9 @@
 // view module, and runs the view's live refresh (every POLL_MS) until the route changes. Where
 // the server lists kept runs (`agl-host dashboard` with no RUN), the Runs and Compare runs views
 // join the navigation: at the root they are all there is, under `/runs/ID/` they link back.
+// A store that wants a token gets a form in place of the view (`tokenForm`).
 
-import { takeTokenFromFragment, optional, pageBase, ROOT } from "./api.js";
+import { takeTokenFromFragment, optional, pageBase, ROOT, hasToken, setToken } from "./api.js";
 import { h } from "./dom.js";
 import { parseRoute } from "./router.js";
 import { runIdOfBase } from "./runs-data.js";
@@ -100,8 +101,39 @@ async function show() {
     const content = await view.render(context);
     if (parseRoute(location.hash).view === route.view) main.replaceChildren(content);
   } catch (error) {
+    if (error.needsToken) {
+      for (const timer of timers) clearInterval(timer);
+      timers = [];
+      main.replaceChildren(tokenForm());
+      main.querySelector("input")?.focus();
+      return;
+    }
     main.replaceChildren(h("p", { class: "error", "data-error": "" }, `Could not load this view: ${error.message}`));
   }
+}
+
+/** Asks for the store's token in the page; once given, the view is shown again with it. */
+function tokenForm() {
+  const refused = hasToken();
+  const input = h("input", {
+    type: "password", name: "token", autocomplete: "off", required: true,
+    placeholder: "token", "aria-label": "The store's token",
+  });
+  const submit = (event) => {
+    event.preventDefault();
+    const token = input.value.trim();
+    if (!token) return;
+    setToken(token);
+    // The server's mode (a list of kept runs or not) was read without the token: read it again.
+    mode = null;
+    show();
+  };
+  return h("form", { class: "token-form", "data-token-form": "", onsubmit: submit },
+    h("p", { class: "error", "data-error": "" }, refused
+      ? "The store refused this token: enter the one it was started with."
+      : "This store needs its token (the --token it was started with; the URL it prints carries it)."),
+    input,
+    h("button", { type: "submit" }, "Use token"));
 }
 
 takeTokenFromFragment();

@@ -1,5 +1,6 @@
 //! The route table of the 0.3.0 store API (one module per resource) and `POST /v1/traces`, the
-//! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them.
+//! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them,
+//! and the layers every served router is wrapped in ([`guard`]).
 
 mod attempts;
 mod host;
@@ -15,6 +16,7 @@ mod workers;
 pub use host::host_routes;
 
 use crate::auth::{self, ExpectedToken};
+use crate::edge::{self, Edge};
 use crate::error::ApiError;
 use crate::metrics::{ServerMetrics, track_requests};
 use crate::options::ServerOptions;
@@ -63,8 +65,8 @@ pub(crate) fn created<T>(value: T) -> Created<T> {
     (StatusCode::CREATED, crate::json::Json(value))
 }
 
-/// Builds the router: routes (the store's, and `extra`'s beside them), fallbacks, body limit,
-/// then the token check, which covers `extra` too, then (outermost) the request metrics.
+/// Builds the router: routes (the store's, and `extra`'s beside them) and fallbacks, under
+/// [`guard`] (body limit, token check, edge, request metrics), which covers `extra` too.
 pub(crate) fn build(
     store: Arc<dyn LightningStore>,
     options: &ServerOptions,
@@ -136,8 +138,16 @@ pub(crate) fn build(
     let router = match extra {
         Some(extra) => router.merge(extra),
         None => router,
-    }
-    .layer(DefaultBodyLimit::max(options.max_body_bytes));
+    };
+    guard(router, options, metrics)
+}
+
+/// What every router this crate serves is wrapped in, innermost first: the body limit, the
+/// token check (when `options.token` is set; it covers every route merged in), the edge's checks
+/// of path, `Host`, `Origin` and content type ([`crate::edge`]), then (outermost, so that refused
+/// requests are counted too) the request metrics.
+pub(crate) fn guard(router: Router, options: &ServerOptions, metrics: Arc<ServerMetrics>) -> Router {
+    let router = router.layer(DefaultBodyLimit::max(options.max_body_bytes));
     let router = match &options.token {
         Some(token) => router.layer(axum::middleware::from_fn_with_state(
             ExpectedToken {
@@ -148,14 +158,34 @@ pub(crate) fn build(
         )),
         None => router,
     };
-    // Outermost, so that refused requests (401) are counted too.
-    router.layer(axum::middleware::from_fn_with_state(metrics, track_requests))
+    let edge = Arc::new(Edge::from_options(options));
+    router
+        .layer(axum::middleware::from_fn_with_state(edge, edge::check))
+        .layer(axum::middleware::from_fn_with_state(metrics, track_requests))
+}
+
+/// A router that is not the store's ([`crate::serve_router`]): its routes, the static site (when
+/// the options give one) or a JSON 404 for the rest, under [`guard`].
+pub(crate) fn build_other(router: Router, options: &ServerOptions) -> Router {
+    let site = options.site.clone().map(Arc::new);
+    let router = router
+        .fallback(move |request: Request| {
+            let site = site.clone();
+            async move { site_or_not_found(site.as_deref(), request).await }
+        })
+        .method_not_allowed_fallback(method_not_allowed);
+    guard(router, options, Arc::new(ServerMetrics::new()))
 }
 
 /// No route matched: the static site's file (or its `index.html`) for a `GET`/`HEAD` outside the
 /// API when there is a site, else a JSON 404.
 async fn fallback(State(state): State<AppState>, request: Request) -> Response {
-    match &state.site {
+    site_or_not_found(state.site.as_deref(), request).await
+}
+
+/// The site's answer to a `GET`/`HEAD` outside the API when there is a site, else a JSON 404.
+async fn site_or_not_found(site: Option<&Site>, request: Request) -> Response {
+    match site {
         Some(site) if site::serves(request.method(), request.uri().path()) => {
             site::answer(site, request.uri().path(), request.headers()).await
         }
