@@ -8,6 +8,8 @@
 //! - [`messages`]: per LLM call, the prompt followed by the assistant's answer;
 //! - [`transcript`]: the attempt's calls joined into one chat transcript (for fine-tuning);
 //! - [`final_reward`]: the primary reward of the last span that carries one;
+//! - [`counted_reward`]: a rollout's reward as a run's mean reward counts it (0 unless it
+//!   succeeded);
 //! - [`rewards`]: every named reward, in order;
 //! - [`llm_call_usage`]: the tokens one LLM call span reports, without reading its messages;
 //! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
@@ -33,6 +35,6 @@ pub use agl_store::Span;
 pub use llm::llm_call_usage;
 pub use llm::looks_like_llm_call as is_llm_call;
 pub use model::{Message, ToolCall, Triplet, Usage};
-pub use reward::{final_reward, rewards};
+pub use reward::{counted_reward, final_reward, rewards};
 pub use transcript::transcript;
 pub use triplet::{messages, triplets};

@@ -20,7 +20,7 @@
 
 use crate::attrs::{self, indexed, number, string};
 use crate::conventions as c;
-use agl_store::{Span, StatusCode};
+use agl_store::{RolloutStatus, Span, StatusCode};
 use serde_json::Value;
 use std::borrow::Borrow;
 
@@ -159,6 +159,17 @@ pub fn final_reward<S: Borrow<Span>>(spans: &[S]) -> Option<f64> {
         .find_map(|s| span_rewards(s)?.primary_value())
 }
 
+/// A rollout's reward as a run's mean reward counts it, the one definition the results, `show`
+/// and the dashboard share: the final reward of its latest attempt if the rollout succeeded, and
+/// 0 otherwise (a rollout that failed counts 0 even when its attempt emitted a reward before
+/// failing; one not yet finished counts 0 too). The mean is over all of the group's rollouts.
+pub fn counted_reward(status: RolloutStatus, final_reward: Option<f64>) -> f64 {
+    match (status, final_reward) {
+        (RolloutStatus::Succeeded, Some(value)) if value.is_finite() => value,
+        _ => 0.0,
+    }
+}
+
 /// Every reward of the attempt as `(name, value)`, spans in sequence-id order and dimensions in
 /// index order. An unnamed primary reward (AgentOps, 0.2, an unnamed first dimension) is named
 /// `primary`; other unnamed dimensions are left out.
@@ -217,6 +228,20 @@ mod tests {
         let parsed = span_rewards(&secondary).expect("a reward span");
         assert_eq!(parsed.primary_value(), None);
         assert_eq!(parsed.dimensions.len(), 1);
+    }
+
+    #[test]
+    fn only_a_rollout_that_succeeded_counts_its_reward() {
+        assert_eq!(counted_reward(RolloutStatus::Succeeded, Some(0.5)), 0.5);
+        assert_eq!(counted_reward(RolloutStatus::Succeeded, None), 0.0);
+        assert_eq!(counted_reward(RolloutStatus::Succeeded, Some(f64::NAN)), 0.0);
+        assert_eq!(
+            counted_reward(RolloutStatus::Failed, Some(1.0)),
+            0.0,
+            "emitted, then failed"
+        );
+        assert_eq!(counted_reward(RolloutStatus::Running, Some(1.0)), 0.0);
+        assert_eq!(counted_reward(RolloutStatus::Cancelled, Some(1.0)), 0.0);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::args::{ExportArgs, ExportFormat};
 use crate::export_lines::{self, Origin};
 use crate::inputs::InputError;
-use crate::output::{EXIT_STDOUT_CLOSED, stderr_line};
+use crate::output::{EXIT_STDOUT_CLOSED, Lines, stderr_line, terminal_safe};
 use crate::show_cmd::{self, PAGE};
 use crate::whole_file::WholeFile;
 use crate::{kept, remote};
@@ -79,7 +79,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             if written == 0 && args.format != ExportFormat::Spans {
                 counts.without_llm_call += 1;
             }
-            if let Err(error) = sink.write(lines.as_bytes()) {
+            if let Err(error) = sink.write(&lines) {
                 return sink_failed(&args.out, &error);
             }
         }
@@ -101,10 +101,12 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
 }
 
 impl Sink {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+    /// Writes `lines`; to stdout, a terminal perhaps, with no control character raw (the JSON
+    /// escape of each instead: the same JSON, see `output::terminal_safe`).
+    fn write(&mut self, lines: &str) -> io::Result<()> {
         match self {
-            Sink::Stdout(stdout) => stdout.write_all(bytes),
-            Sink::File(file) => file.write_all(bytes),
+            Sink::Stdout(stdout) => stdout.write_all(terminal_safe(lines, Lines::Many).as_bytes()),
+            Sink::File(file) => file.write_all(lines.as_bytes()),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Where runs are kept: each `agl-host run`/`dev` gets a run id and, by default, an SQLite
 //! database of its own under `.agl/runs/` in the working directory (`--db`/`AGL_DB` name another
 //! store, `--db memory` keeps nothing); the run record (what ran, when, how it ended, its
-//! results) is written into that store at the start and at the end.
+//! results) is written into that store at the start and at the end, its command line with the
+//! secrets hidden (`redact`).
 
 use crate::inputs::InputError;
 use agl_store::{RunRecord, StoreBackend, StoreOptions};
@@ -72,7 +73,7 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
         status: "running".to_owned(),
         agent: agent.to_owned(),
         algorithm: algorithm.to_owned(),
-        command: std::env::args().skip(1).collect(),
+        command: crate::redact::command_line(std::env::args_os().skip(1)),
         directory: std::env::current_dir().ok().map(|d| d.display().to_string()),
         resumed_at: Vec::new(),
         results: None,
@@ -156,17 +157,17 @@ pub fn run_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Opens a kept run's store to look at it (`agl-host runs`, `show`): its clock stands at the
-/// epoch and it has no watchdog tick, so reading never times out or requeues an attempt of a run
-/// that was killed, or of one that another process is still running. Nothing is written (but
-/// the migration of an older schema, as any agl-host would); a missing SQLite file would be
-/// created, so callers look for it first.
+/// Opens a kept run's store to look at it (`agl-host runs`, `show`, `export`, `dashboard`): read
+/// only (`agl_store_db::open_read_only`: nothing is created, migrated or written, not even a
+/// schema into an empty file; a database with no store is refused), with no watchdog, so reading
+/// never times out or requeues an attempt of a run that was killed, or of one that another
+/// process is still running.
 pub fn open_to_read(url: &DbUrl) -> Result<Arc<dyn StoreBackend>, agl_store_db::DbError> {
     let options = StoreOptions {
         watchdog_interval: None,
         clock: Arc::new(agl_store::ManualClock::new(0.0)),
     };
-    agl_store_db::open(url, options)
+    agl_store_db::open_read_only(url, options)
 }
 
 /// A store that already exists, opened to read as [`open_to_read`] does; a SQLite file that is

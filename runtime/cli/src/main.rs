@@ -19,6 +19,8 @@ mod llm;
 mod otlp_export;
 mod output;
 mod progress;
+mod proxy_capabilities;
+mod redact;
 mod remote;
 mod results;
 mod resume;

@@ -1,7 +1,9 @@
 //! What the user sees while a run goes: one progress line (attempts done / failed, mean reward,
 //! the algorithm's status) fed by the runners' hooks and the algorithm's reports, and the
 //! algorithm's log lines above it. Hidden when stderr is not a terminal or with --no-progress.
+//! What the algorithm says (status, logs) is shown on one line, safe to print.
 
+use crate::output::{Lines, one_line, terminal_safe};
 use agl_runner::{Hook, HookContext};
 use agl_store::AttemptStatus;
 use agl_wasm::{AlgorithmObserver, AttemptOutcome, BestResult, LogLevel};
@@ -27,7 +29,9 @@ mod tallies {
             if failed {
                 self.failed.fetch_add(1, Ordering::Relaxed);
             }
-            if let Some(r) = reward.filter(|r| r.is_finite()) {
+            // As the run's mean reward counts it: a failed attempt's reward (emitted before it
+            // failed) counts 0.
+            if let Some(r) = reward.filter(|r| r.is_finite() && !failed) {
                 // Rewards below zero are clamped for the display only (results use the store).
                 let micros = (r.max(0.0) * 1e6).round() as u64;
                 self.reward_micros.fetch_add(micros, Ordering::Relaxed);
@@ -82,12 +86,13 @@ impl Progress {
         ));
     }
 
-    /// Prints a line above the bar (or plainly when the bar is hidden).
+    /// Prints a line above the bar (or plainly when the bar is hidden), safe to print
+    /// (`output::terminal_safe`).
     pub fn println(&self, line: &str) {
         if self.bar.is_hidden() {
             crate::output::stderr_line(line);
         } else {
-            self.bar.println(line);
+            self.bar.println(terminal_safe(line, Lines::Many));
         }
     }
 
@@ -112,7 +117,7 @@ impl Hook for Progress {
 impl AlgorithmObserver for Progress {
     fn status(&self, text: &str) {
         if let Ok(mut status) = self.status.lock() {
-            *status = text.to_owned();
+            *status = one_line(text);
         }
         self.refresh();
     }
@@ -130,7 +135,7 @@ impl AlgorithmObserver for Progress {
 
     fn log(&self, level: LogLevel, message: &str) {
         if level >= self.log_level {
-            self.println(&format!("algorithm {}: {message}", level_name(level)));
+            self.println(&format!("algorithm {}: {}", level_name(level), one_line(message)));
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The results of a run: the JSON file (`--output`) and the summary printed at the end, with why
 //! rollouts failed (the most frequent reasons in the summary, every failed rollout in the file).
+//! What agents and algorithms wrote is shown through `output`'s sanitizer.
 
+use crate::output::{one_line, reason_line};
 use agl_runner::{FailedRollout, FailureReason, FitReport, FitStatus, RunReport, SplitReport};
 use agl_store::{NamedResources, Resource};
 use agl_wasm::BestResult;
@@ -149,7 +151,7 @@ impl Results {
             "interrupted" => "interrupted (partial results)".to_owned(),
             _ => format!(
                 "algorithm failed: {}",
-                self.failure.as_deref().unwrap_or("unknown reason")
+                reason_line(self.failure.as_deref().unwrap_or("unknown reason"))
             ),
         };
         let runners = match self.runners {
@@ -161,7 +163,12 @@ impl Results {
             "{headline} in {:.2} s — {} rollouts, {:.0} rollouts/s, {runners}",
             self.elapsed_seconds, self.total.rollouts, self.rollouts_per_second
         );
-        let _ = writeln!(out, "  agent {}   algorithm {}", self.agent, self.algorithm);
+        let _ = writeln!(
+            out,
+            "  agent {}   algorithm {}",
+            one_line(&self.agent),
+            one_line(&self.algorithm)
+        );
         let _ = writeln!(
             out,
             "  {:<6} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12}",
@@ -221,7 +228,7 @@ impl Results {
         }
         let _ = writeln!(out, "  why rollouts failed (most frequent first):");
         for reason in self.failure_reasons.iter().take(SHOWN_REASONS) {
-            let _ = writeln!(out, "  {:>6}×  {}", reason.count, one_line(&reason.reason));
+            let _ = writeln!(out, "  {:>6}×  {}", reason.count, reason_line(&reason.reason));
         }
         let more = self.failure_reasons.len().saturating_sub(SHOWN_REASONS);
         if more > 0 {
@@ -235,29 +242,3 @@ impl Results {
 
 /// Failure reasons shown in the summary.
 const SHOWN_REASONS: usize = 5;
-/// Longest reason shown in the summary (the results file keeps it whole).
-const SHOWN_REASON_CHARS: usize = 200;
-
-/// A reason on one line, cut to [`SHOWN_REASON_CHARS`].
-fn one_line(reason: &str) -> String {
-    let flat = reason.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= SHOWN_REASON_CHARS {
-        return flat;
-    }
-    let cut: String = flat.chars().take(SHOWN_REASON_CHARS).collect();
-    format!("{cut}…")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_long_reason_is_shown_on_one_line_and_cut() {
-        assert_eq!(one_line("line one\n  line two"), "line one line two");
-        let long = "x".repeat(500);
-        let shown = one_line(&long);
-        assert_eq!(shown.chars().count(), SHOWN_REASON_CHARS + 1);
-        assert!(shown.ends_with('…'));
-    }
-}

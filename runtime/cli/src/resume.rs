@@ -1,10 +1,10 @@
 //! `agl-host run --resume RUN` (and `dev --resume RUN`): going on with a kept run that stopped
 //! (Ctrl-C, a crash, `kill -9`). RUN is a run id (`.agl/runs/RUN.db`), a `.db` file or a store
 //! URL. The run's own command line and working directory, kept in its run record, are used
-//! again, so nothing but RUN is given; then the attempts it left running are ended as
-//! `unresponsive` (retried as their rollouts' retry config says) and the algorithm starts again
-//! on a [`ReplayStore`]: it is handed the rollouts and resources it made before, and goes on
-//! from where it stopped.
+//! again, so nothing but RUN is given (and the secret values the record hides, which are asked
+//! for: see `redact`); then the attempts it left running are ended as `unresponsive` (retried as
+//! their rollouts' retry config says) and the algorithm starts again on a [`ReplayStore`]: it is
+//! handed the rollouts and resources it made before, and goes on from where it stopped.
 
 use crate::inputs::InputError;
 use crate::kept::{KeptRun, RUNS_DIR};
@@ -33,9 +33,9 @@ pub fn store_url(run: &str) -> anyhow::Result<DbUrl> {
 /// directory. `None` when `argv` is not such a command.
 pub fn rewrite_command_line(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsString>>> {
     let words: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    let Some(command) = words.get(1).filter(|c| *c == "run" || *c == "dev") else {
+    if !words.get(1).is_some_and(|c| c == "run" || c == "dev") {
         return Ok(None);
-    };
+    }
     let Some(at) = words.iter().position(|w| w == "--resume" || w.starts_with("--resume=")) else {
         return Ok(None);
     };
@@ -55,13 +55,6 @@ pub fn rewrite_command_line(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsSt
         })
         .map(|(_, w)| w)
         .collect();
-    if !others.is_empty() {
-        return Err(InputError(format!(
-            "--resume takes the run's own flags from its record; give only `agl-host {command} --resume RUN` (got also: {})",
-            others.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(" ")
-        ))
-        .into());
-    }
     let verbosity: Vec<String> = words[2..].iter().filter(|w| w.starts_with("-v")).cloned().collect();
     let url = store_url(&run)?;
     let record = read_record(&url)?;
@@ -81,20 +74,24 @@ pub fn rewrite_command_line(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsSt
         std::env::set_current_dir(directory)
             .with_context(|| format!("moving to the run's working directory {directory}"))?;
     }
-    let mut rewritten: Vec<OsString> = vec![argv[0].clone()];
-    rewritten.extend(verbosity.into_iter().map(OsString::from));
+    // The recorded command without its own --db (the store is the one being resumed), its
+    // hidden values given again.
+    let mut own = Vec::with_capacity(record.command.len());
     let mut kept = record.command.into_iter();
-    // The recorded command without its own --db (the store is the one being resumed).
     while let Some(word) = kept.next() {
         if word == "--db" {
             kept.next();
             continue;
         }
-        if word.starts_with("--db=") {
-            continue;
+        if !word.starts_with("--db=") {
+            own.push(word);
         }
-        rewritten.push(word.into());
     }
+    let others: Vec<String> = others.into_iter().cloned().collect();
+    crate::redact::restore(&record.run_id, &mut own, &others)?;
+    let mut rewritten: Vec<OsString> = vec![argv[0].clone()];
+    rewritten.extend(verbosity.into_iter().map(OsString::from));
+    rewritten.extend(own.into_iter().map(OsString::from));
     rewritten.extend(["--db".into(), url.to_string().into(), "--resume".into(), run.into()]);
     Ok(Some(rewritten))
 }

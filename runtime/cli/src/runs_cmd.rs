@@ -81,6 +81,7 @@ async fn read_record(path: &Path) -> Result<RunRecord, String> {
     }
     let store = kept::open_to_read(&DbUrl::Sqlite(path.to_owned())).map_err(|error| match error {
         DbError::Open { reason, .. } => reason,
+        DbError::NoStore { .. } => "no agl-host store in it".to_owned(),
         other => other.to_string(),
     })?;
     match store.run_record().await {

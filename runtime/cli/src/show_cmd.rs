@@ -212,11 +212,11 @@ async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<(
     let failed = count(RolloutStatus::Failed);
     let cancelled = count(RolloutStatus::Cancelled);
     let unfinished = tasks.len() - succeeded - failed - cancelled;
-    // As the run's summary counts it: failed or missing rewards count 0.
+    // As the run's summary counts it (`agl_adapter::counted_reward`): failed or missing
+    // rewards count 0.
     let reward_sum: f64 = tasks
         .iter()
-        .filter(|r| r.rollout.status == RolloutStatus::Succeeded)
-        .filter_map(|r| r.final_reward)
+        .map(|r| agl_adapter::counted_reward(r.rollout.status, r.final_reward))
         .sum();
     let mean = (!tasks.is_empty()).then(|| reward_sum / tasks.len() as f64);
     let _ = writeln!(

@@ -1,5 +1,5 @@
 //! Text for the terminal, as `agl-host runs` and `show` print it: aligned tables, lines clipped
-//! to the terminal's width, text folded onto one line, and the small formats (UTC times,
+//! to the terminal's width and made safe to print, text folded onto one line, and the small formats (UTC times,
 //! durations, rewards). Formatting only: nothing here reads a store.
 
 use std::time::{Duration, UNIX_EPOCH};
@@ -17,30 +17,21 @@ fn width_from(columns: Option<&str>) -> usize {
         .unwrap_or(100)
 }
 
-/// `line` cut to `width` characters, the last one `…` when something was cut.
+/// `line` on one line and safe to print ([`one_line`]: every line `runs` and `show` print goes
+/// through here), cut to `width` characters, the last one `…` when something was cut.
 pub fn clip_line(line: &str, width: usize) -> String {
+    let line = one_line(line);
     if line.chars().count() <= width {
-        return line.to_owned();
+        return line;
     }
     let mut out: String = line.chars().take(width.saturating_sub(1)).collect();
     out.push('…');
     out
 }
 
-/// `text` on one line: line breaks shown as `⏎`, tabs and other control characters as spaces.
-pub fn one_line(text: &str) -> String {
-    let text = text.trim_end();
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push('⏎'),
-            '\r' => {}
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `text` on one line, safe to print: line breaks shown as `⏎`, tabs as spaces, other control
+/// characters escaped (`output::terminal_safe`).
+pub use crate::output::one_line;
 
 /// Seconds since the Unix epoch as `2026-11-24 21:06:20 UTC`.
 pub fn utc(seconds: f64) -> String {

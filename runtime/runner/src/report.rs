@@ -94,10 +94,11 @@ impl Tally {
         if attempts > 1 {
             r.retried += 1;
         }
+        // The one definition of what a rollout adds to the mean (`agl_adapter::counted_reward`).
+        self.reward_sum += agl_adapter::counted_reward(status, reward);
         if status == RolloutStatus::Succeeded
             && let Some(value) = reward
         {
-            self.reward_sum += value;
             self.succeeded_rewards.0 += value;
             self.succeeded_rewards.1 += 1;
         }

@@ -366,6 +366,43 @@ fn a_database_with_a_newer_schema_is_refused() {
     assert!(error.to_string().contains("newer than this agl-host"), "{error}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opened_to_read_only_nothing_is_created_migrated_or_written() {
+    let Some(server) = agl_testkit::postgres::server() else {
+        return;
+    };
+    let url = server.fresh_database();
+    let Err(error) = PostgresLightningStore::open_read_only(&url, StoreOptions::default()) else {
+        panic!("a database with no store opened to read")
+    };
+    assert!(matches!(error, DbError::NoStore { .. }), "{error}");
+    let tables = server.psql(
+        &url,
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+    );
+    assert_eq!(tables.trim(), "0", "no schema was created");
+
+    let writer = PostgresLightningStore::open(&url, StoreOptions::default()).unwrap();
+    let queued = writer
+        .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!("kept")))
+        .await
+        .unwrap();
+    // A version 1 database reads as it is, and stays version 1.
+    server.psql(&url, "UPDATE agl_schema SET version = 1");
+    let reader = PostgresLightningStore::open_read_only(&url, StoreOptions::default()).unwrap();
+    let view = reader.get_rollout_by_id(&queued.rollout_id).await.unwrap();
+    assert_eq!(view.map(|v| v.rollout.rollout_id), Some(queued.rollout_id));
+    assert!(
+        reader
+            .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!("refused")))
+            .await
+            .is_err(),
+        "a write through a read-only store"
+    );
+    assert_eq!(server.psql(&url, "SELECT version FROM agl_schema").trim(), "1");
+    assert_eq!(server.psql(&url, "SELECT count(*) FROM rollouts").trim(), "1");
+}
+
 #[test]
 fn an_unreachable_server_is_one_error_naming_the_url_without_its_password() {
     // Port 1 on the loopback: nothing listens there.

@@ -159,6 +159,58 @@ mod file {
     }
 
     #[test]
+    fn opened_to_read_only_an_empty_file_is_refused_and_stays_empty() {
+        let path = fresh_path();
+        std::fs::write(&path, b"").unwrap();
+        let Err(error) = SqliteLightningStore::open_read_only(&path, StoreOptions::default()) else {
+            panic!("an empty file opened as a store")
+        };
+        assert!(matches!(error, agl_store_db::DbError::NoStore { .. }), "{error}");
+        assert!(!error.to_string().contains('\n'), "one line: {error}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "no schema was written");
+        let missing = path.with_extension("missing.db");
+        assert!(SqliteLightningStore::open_read_only(&missing, StoreOptions::default()).is_err());
+        assert!(!missing.exists(), "no file was created");
+    }
+
+    /// Opened to read only beside the process that writes it: every committed write is seen,
+    /// and nothing can be written through it.
+    #[tokio::test]
+    async fn opened_to_read_only_a_store_is_read_as_its_writer_goes_and_refuses_writes() {
+        let path = fresh_path();
+        let writer = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+        let first = writer
+            .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 1})))
+            .await
+            .unwrap();
+        let reader = SqliteLightningStore::open_read_only(&path, StoreOptions::default()).unwrap();
+        let page = reader.query_rollouts(&RolloutQuery::default()).await.unwrap();
+        let ids: Vec<&str> = page.items.iter().map(|v| v.rollout.rollout_id.as_str()).collect();
+        assert_eq!(ids, [first.rollout_id.as_str()]);
+        let second = writer
+            .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 2})))
+            .await
+            .unwrap();
+        assert_eq!(
+            reader.query_rollouts(&RolloutQuery::default()).await.unwrap().total,
+            2,
+            "the writer's next commit is seen"
+        );
+        assert!(reader.get_rollout_by_id(&second.rollout_id).await.unwrap().is_some());
+        let refused = reader
+            .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 3})))
+            .await;
+        assert!(refused.is_err(), "a write through a read-only store");
+        assert_eq!(writer.query_rollouts(&RolloutQuery::default()).await.unwrap().total, 2);
+        // Closed, its log folded and gone: read as the file alone.
+        writer.checkpoint().await.unwrap();
+        drop((writer, reader));
+        std::thread::sleep(Duration::from_millis(200));
+        let later = SqliteLightningStore::open_read_only(&path, StoreOptions::default()).unwrap();
+        assert_eq!(later.query_rollouts(&RolloutQuery::default()).await.unwrap().total, 2);
+    }
+
+    #[test]
     fn a_file_that_is_not_a_database_is_one_clear_error() {
         let path = fresh_path();
         std::fs::write(&path, b"this is not an SQLite database, just text that is long enough").unwrap();

@@ -66,15 +66,25 @@ export function countByStatus(rows) {
 }
 
 /**
- * Mean final reward of finished rollouts per mode (`train`, `val`, `test`, `-` for none), as the
- * run's results count it: a finished rollout without a reward counts 0.
- * → `[{mode, finished, mean}]`, sorted by mode.
+ * What a rollout adds to a mean reward: the server's `counted_reward` (agl_adapter's
+ * `counted_reward`, the one definition the run's results and `agl-host show` use too): its final
+ * reward if it succeeded, else 0 (a failed rollout counts 0 even when it emitted a reward before
+ * failing). 0 without an outcome.
+ */
+export function countedReward(row) {
+  return row.outcome?.counted_reward ?? 0;
+}
+
+/**
+ * Mean reward per mode (`train`, `val`, `test`, `-` for none), as the run's results count it:
+ * over every rollout of the mode, each adding its [countedReward].
+ * → `[{mode, rollouts, mean}]`, sorted by mode.
  */
 export function meanByMode(rows) {
   return groupMeans(rows, (row) => row.rollout.mode ?? "-").map(([mode, g]) => ({ mode, ...g }));
 }
 
-/** The same per resources version: `[{resources_id, modes: {val: {finished, mean}, ...}}]`. */
+/** The same per resources version: `[{resources_id, modes: {val: {rollouts, mean}, ...}}]`. */
 export function meanByVersion(rows) {
   const versions = new Map();
   for (const row of rows) {
@@ -84,22 +94,21 @@ export function meanByVersion(rows) {
   }
   return [...versions].map(([resources_id, group]) => ({
     resources_id,
-    modes: Object.fromEntries(meanByMode(group).map(({ mode, finished, mean }) => [mode, { finished, mean }])),
+    modes: Object.fromEntries(meanByMode(group).map(({ mode, rollouts, mean }) => [mode, { rollouts, mean }])),
   }));
 }
 
 function groupMeans(rows, keyOf) {
   const groups = new Map();
   for (const row of rows) {
-    if (!isFinished(row.rollout)) continue;
     const key = keyOf(row);
-    const g = groups.get(key) ?? { finished: 0, sum: 0 };
-    g.finished += 1;
-    g.sum += row.outcome?.final_reward ?? 0;
+    const g = groups.get(key) ?? { rollouts: 0, sum: 0 };
+    g.rollouts += 1;
+    g.sum += countedReward(row);
     groups.set(key, g);
   }
   return [...groups].sort(([a], [b]) => a.localeCompare(b))
-    .map(([key, g]) => [key, { finished: g.finished, mean: g.sum / g.finished }]);
+    .map(([key, g]) => [key, { rollouts: g.rollouts, mean: g.sum / g.rollouts }]);
 }
 
 /**
@@ -143,8 +152,8 @@ export function compareRuns(rowsA, rowsB, mode) {
 
 /**
  * Two groups of finished rollouts side by side on the tasks both ran: per task the mean reward
- * in each, the difference, and whether it flipped across PASS; overall means, tokens and LLM
- * seconds per rollout.
+ * in each ([countedReward]: a failed rollout counts 0), the difference, and whether it flipped
+ * across PASS; overall means, tokens and LLM seconds per rollout.
  */
 export function compareRows(rowsA, rowsB) {
   const perTask = (group) => {
@@ -152,7 +161,7 @@ export function compareRows(rowsA, rowsB) {
     for (const row of group) {
       const key = taskKey(row.rollout);
       const t = tasks.get(key) ?? { input: row.rollout.input, rewards: [] };
-      t.rewards.push(row.outcome?.final_reward ?? 0);
+      t.rewards.push(countedReward(row));
       tasks.set(key, t);
     }
     return tasks;
@@ -170,7 +179,7 @@ export function compareRows(rowsA, rowsB) {
   tasks.sort((x, y) => (y.flipped ? 1 : 0) - (x.flipped ? 1 : 0) || Math.abs(y.delta) - Math.abs(x.delta));
   const totals = (group) => ({
     rollouts: group.length,
-    mean: mean(group.map((r) => r.outcome?.final_reward ?? 0)),
+    mean: mean(group.map(countedReward)),
     tokens: mean(group.map((r) => (r.outcome?.input_tokens ?? 0) + (r.outcome?.output_tokens ?? 0))),
     llmSeconds: mean(group.map((r) => r.outcome?.llm_seconds ?? 0)),
   });

@@ -1,7 +1,7 @@
 //! agl-host's own read-only routes under `/v1/agl-host/`, for the dashboard: what the 0.3.0 API
 //! does not say. The run record (`GET /v1/agl-host/run`), each rollout's outcome read from its
-//! latest attempt's spans through the adapter (`GET /v1/agl-host/outcomes`: final reward, LLM
-//! calls, tokens, and why no triplet came out), and one attempt's LLM calls as triplets. Nothing
+//! latest attempt's spans through the adapter (`GET /v1/agl-host/outcomes`: final reward, the
+//! reward a mean counts, LLM calls, tokens, and why no triplet came out), and one attempt's LLM calls as triplets. Nothing
 //! here writes to the store.
 
 use super::rollouts;
@@ -9,7 +9,9 @@ use crate::error::ApiResult;
 use crate::extract::PathParams;
 use crate::json::Json;
 use crate::query_string;
-use agl_store::{LightningStore, Paginated, RolloutQuery, RunRecord, Span, SpanQuery, StatusCode, StoreBackend};
+use agl_store::{
+    LightningStore, Paginated, RolloutQuery, RolloutStatus, RunRecord, Span, SpanQuery, StatusCode, StoreBackend,
+};
 use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
@@ -44,6 +46,10 @@ struct Outcome {
     attempt_id: Option<String>,
     /// The primary reward of the attempt's last reward span.
     final_reward: Option<f64>,
+    /// What the rollout adds to a mean reward (`agl_adapter::counted_reward`: its final reward
+    /// if it succeeded, else 0), the definition the run's results and `agl-host show` use: the
+    /// dashboard averages these over a group's rollouts.
+    counted_reward: f64,
     /// Every reward dimension, `(name, value)`, in span order.
     rewards: Vec<(String, f64)>,
     spans: usize,
@@ -67,7 +73,7 @@ async fn outcomes(State(backend): Backend, RawQuery(raw): RawQuery) -> ApiResult
     let page = backend.query_rollouts(&query).await?;
     let mut items = Vec::with_capacity(page.items.len());
     for view in page.items {
-        let rollout_id = view.rollout.rollout_id;
+        let (rollout_id, status) = (view.rollout.rollout_id, view.rollout.status);
         let Some(attempt) = view.attempt else {
             items.push(Outcome::without_attempt(rollout_id));
             continue;
@@ -76,7 +82,7 @@ async fn outcomes(State(backend): Backend, RawQuery(raw): RawQuery) -> ApiResult
         items.push(Outcome::read(
             rollout_id,
             attempt.attempt_id,
-            attempt.status.has_ended(),
+            (status, attempt.status.has_ended()),
             &spans,
         ));
     }
@@ -111,6 +117,7 @@ impl Outcome {
             rollout_id,
             attempt_id: None,
             final_reward: None,
+            counted_reward: 0.0,
             rewards: Vec::new(),
             spans: 0,
             llm_spans: 0,
@@ -122,7 +129,10 @@ impl Outcome {
         }
     }
 
-    fn read(rollout_id: String, attempt_id: String, ended: bool, spans: &[Arc<Span>]) -> Self {
+    /// `status`: the rollout's, and whether its latest attempt has ended.
+    fn read(rollout_id: String, attempt_id: String, status: (RolloutStatus, bool), spans: &[Arc<Span>]) -> Self {
+        let (rollout_status, ended) = status;
+        let final_reward = agl_adapter::final_reward(spans);
         let llm: Vec<&Span> = spans
             .iter()
             .map(AsRef::as_ref)
@@ -134,7 +144,8 @@ impl Outcome {
         Self {
             rollout_id,
             attempt_id: Some(attempt_id),
-            final_reward: agl_adapter::final_reward(spans),
+            final_reward,
+            counted_reward: agl_adapter::counted_reward(rollout_status, final_reward),
             rewards: agl_adapter::rewards(spans),
             spans: spans.len(),
             llm_spans: llm.len(),

@@ -38,6 +38,7 @@ mod tx;
 
 pub use schema::VERSION as SCHEMA_VERSION;
 
+use crate::Access;
 use crate::error::DbError;
 use crate::url::DbUrl;
 use agl_store::model::*;
@@ -71,6 +72,8 @@ struct Inner {
     /// Set when the store is dropped: the listening thread ends.
     stop_listening: Arc<AtomicBool>,
     place: String,
+    /// Opened with [`PostgresLightningStore::open_read_only`]: reads never run the watchdog.
+    read_only: bool,
 }
 
 impl Drop for Inner {
@@ -95,6 +98,17 @@ impl PostgresLightningStore {
 
     /// [`PostgresLightningStore::open`] with up to `pool_size` connections (at least one).
     pub fn open_with_pool_size(url: &str, options: StoreOptions, pool_size: usize) -> Result<Self, DbError> {
+        Self::open_as(url, options, pool_size, Access::ReadWrite)
+    }
+
+    /// Opens the database at `url` to read only: every transaction of its connections is read
+    /// only (`default_transaction_read_only`), the schema is checked, not migrated, and the
+    /// watchdog never runs. Calls that write fail.
+    pub fn open_read_only(url: &str, options: StoreOptions) -> Result<Self, DbError> {
+        Self::open_as(url, options, DEFAULT_POOL_SIZE, Access::ReadOnly)
+    }
+
+    fn open_as(url: &str, options: StoreOptions, pool_size: usize, access: Access) -> Result<Self, DbError> {
         let place = DbUrl::Postgres(url.to_owned()).redacted();
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| DbError::Url {
             url: place.clone(),
@@ -106,10 +120,19 @@ impl PostgresLightningStore {
         if config.get_application_name().is_none() {
             config.application_name("agl-host");
         }
+        let read_only = access == Access::ReadOnly;
+        if read_only {
+            let options = match config.get_options() {
+                Some(given) => format!("{given} -c default_transaction_read_only=on"),
+                None => "-c default_transaction_read_only=on".to_owned(),
+            };
+            config.options(&options);
+        }
         let listen_config = Arc::new(::postgres::Config::from(config.clone()));
-        let migrate_place = place.clone();
-        let pool = Pool::open(config, &place, pool_size, move |client| {
-            schema::migrate(client, &migrate_place)
+        let setup_place = place.clone();
+        let pool = Pool::open(config, &place, pool_size, move |client| match access {
+            Access::ReadWrite => schema::migrate(client, &setup_place),
+            Access::ReadOnly => schema::check_readable(client, &setup_place),
         })?;
 
         let (finished, _) = watch::channel(0u64);
@@ -132,8 +155,9 @@ impl PostgresLightningStore {
             finished,
             stop_listening,
             place,
+            read_only,
         });
-        if let Some(period) = options.watchdog_interval
+        if let Some(period) = options.watchdog_interval.filter(|_| !read_only)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(watchdog_tick(Arc::downgrade(&inner), period));
@@ -184,13 +208,17 @@ impl Inner {
         self.call(Isolation::Write, op).await
     }
 
-    /// A read, in one snapshot, after the watchdog has acted on whatever is due.
+    /// A read, in one snapshot, after the watchdog has acted on whatever is due (not on a store
+    /// opened to read only).
     async fn read<T: Send + 'static>(
         &self,
         mut op: impl FnMut(&mut PgTx<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
+        let read_only = self.read_only;
         self.call(Isolation::Read, move |tx, now| {
-            transitions::run_watchdog_if_due(tx, now)?;
+            if !read_only {
+                transitions::run_watchdog_if_due(tx, now)?;
+            }
             op(tx)
         })
         .await

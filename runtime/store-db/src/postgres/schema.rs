@@ -2,7 +2,8 @@
 //! crate). The version lives in the table `agl_schema`; opening a database takes a transaction-
 //! scoped advisory lock (so of several replicas starting together one migrates and the others
 //! wait, then find the work done), applies every migration above the stored version in that one
-//! transaction, and refuses a database whose version is newer than this binary knows.
+//! transaction, and refuses a database whose version is newer than this binary knows. Opening to
+//! read only checks the version and changes nothing.
 
 use super::conn::describe;
 use crate::error::DbError;
@@ -19,6 +20,31 @@ pub const VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The advisory lock key migrations hold (advisory locks are per database): "aglmigra".
 const MIGRATION_LOCK: i64 = 0x61676c6d69677261;
+
+/// The oldest schema version this binary's queries read as it is (version 2 only dropped an
+/// index and set fill factors).
+pub const READABLE_FROM: i64 = 1;
+
+/// Whether the database holds a store this binary can read as it is (opened to read only).
+pub fn check_readable(client: &mut Client, place: &str) -> Result<(), DbError> {
+    let cannot = |e: ::postgres::Error| DbError::Other {
+        place: place.to_owned(),
+        reason: format!("cannot read its schema version: {}", describe(&e)),
+    };
+    let exists: bool = client
+        .query_one("SELECT to_regclass('agl_schema') IS NOT NULL", &[])
+        .and_then(|row| row.try_get(0))
+        .map_err(cannot)?;
+    let found: i64 = if exists {
+        client
+            .query_one("SELECT COALESCE(MAX(version), 0)::bigint FROM agl_schema", &[])
+            .and_then(|row| row.try_get(0))
+            .map_err(cannot)?
+    } else {
+        0
+    };
+    crate::error::check_readable_version(place, found, READABLE_FROM, VERSION)
+}
 
 /// Brings the database to [`VERSION`].
 pub fn migrate(client: &mut Client, place: &str) -> Result<(), DbError> {

@@ -62,6 +62,20 @@ impl Fold {
         Self::start_at(writer, path, FOLD_PAGES)
     }
 
+    /// No fold at all: a read-only connection's (it writes no log, and may not fold another's).
+    pub fn none() -> Fold {
+        Fold {
+            shared: Arc::new(Shared {
+                log_pages: AtomicI64::new(0),
+                folding: AtomicBool::new(false),
+                pass_done: AtomicBool::new(false),
+                running: Mutex::new(()),
+            }),
+            nudge: None,
+            fold_pages: i64::MAX,
+        }
+    }
+
     /// [`Fold::start`] with another threshold (tests).
     pub(crate) fn start_at(writer: &mut Connection, path: &Path, fold_pages: i64) -> Fold {
         let shared = Arc::new(Shared {

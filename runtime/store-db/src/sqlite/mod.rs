@@ -15,12 +15,13 @@ mod writer;
 
 pub use schema::VERSION as SCHEMA_VERSION;
 
+use crate::Access;
 use crate::error::DbError;
 use agl_store::model::*;
 use agl_store::transitions;
 use agl_store::{AttemptRef, Clock, LightningStore, RunRecord, StoreBackend, StoreError, StoreOptions, StoreResult};
 use async_trait::async_trait;
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, Weak, mpsc};
@@ -36,6 +37,8 @@ struct Inner {
     /// The `wait_for_rollouts` calls waiting: each commit that finished rollouts tells them.
     waiters: Arc<Waiters>,
     path: PathBuf,
+    /// Opened with [`SqliteLightningStore::open_read_only`]: reads never run the watchdog.
+    read_only: bool,
 }
 
 /// The SQLite LightningStore. Cloning gives another handle to the same store.
@@ -48,7 +51,6 @@ impl SqliteLightningStore {
     /// Opens (creating it and its folder if missing) the database at `path` and brings its
     /// schema up to date. A background watchdog tick needs a Tokio runtime.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, DbError> {
-        let place = path.display().to_string();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| DbError::Open {
                 path: path.to_owned(),
@@ -58,21 +60,42 @@ impl SqliteLightningStore {
                 },
             })?;
         }
+        Self::open_as(path, options, Access::ReadWrite)
+    }
+
+    /// Opens the existing database at `path` to read only (`agl-host show`, `runs`, `export`,
+    /// `dashboard`): nothing is created, migrated or written, not even a schema into an empty
+    /// file; the watchdog never runs. A database with no store schema, or one this binary
+    /// cannot read, is refused. Calls that write fail.
+    pub fn open_read_only(path: &Path, options: StoreOptions) -> Result<Self, DbError> {
+        Self::open_as(path, options, Access::ReadOnly)
+    }
+
+    fn open_as(path: &Path, options: StoreOptions, access: Access) -> Result<Self, DbError> {
+        let place = path.display().to_string();
         let open_error = |e: rusqlite::Error| DbError::Open {
             path: path.to_owned(),
             reason: e.to_string(),
         };
-        let mut conn = Connection::open(path).map_err(open_error)?;
+        let read_only = access == Access::ReadOnly;
+        let mut conn = if read_only {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            Connection::open_with_flags(path, flags).map_err(open_error)?
+        } else {
+            Connection::open(path).map_err(open_error)?
+        };
         conn.busy_timeout(Duration::from_secs(10)).map_err(open_error)?;
-        // WAL: readers never block the writer, and a commit is one append; NORMAL: a commit is
-        // durable once the process has written it (it survives the process being killed).
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(open_error)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(path = %place, mode, "SQLite would not use WAL mode");
+        if !read_only {
+            // WAL: readers never block the writer, and a commit is one append; NORMAL: a commit
+            // is durable once the process has written it (it survives the process being killed).
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+                .map_err(open_error)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                tracing::warn!(path = %place, mode, "SQLite would not use WAL mode");
+            }
+            conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_error)?;
         }
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_error)?;
         // Plans that do not depend on bound values: otherwise SQLite looks at a parameter while
         // planning some statements (an `=` beside ORDER BY or MAX), and every new binding of it
         // then compiles the cached statement again (each span's insert did so).
@@ -84,12 +107,21 @@ impl SqliteLightningStore {
         // No memory map (SQLite's default): a map of the file counts in the process's resident
         // memory, and over an hour's soak it grew to the map's size (1 GiB) while the store's own
         // memory stayed flat; the bench's dequeue measured the same with and without it.
-        // SQLite's own fold of the write-ahead log, where the checkpointer cannot hook commits:
-        // every 16,000 pages (64 MiB) rather than 1,000 (see `checkpointer.rs`).
-        conn.pragma_update(None, "wal_autocheckpoint", checkpointer::FOLD_PAGES)
-            .map_err(open_error)?;
-        schema::migrate(&mut conn, &place)?;
-        let fold = checkpointer::Fold::start(&mut conn, path);
+        let fold = if read_only {
+            // A file that is not a database fails here, as opening to write fails on its mode.
+            let found: i64 = conn
+                .query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(open_error)?;
+            schema::check_readable(found, &place)?;
+            checkpointer::Fold::none()
+        } else {
+            // SQLite's own fold of the write-ahead log, where the checkpointer cannot hook
+            // commits: every 16,000 pages (64 MiB) rather than 1,000 (see `checkpointer.rs`).
+            conn.pragma_update(None, "wal_autocheckpoint", checkpointer::FOLD_PAGES)
+                .map_err(open_error)?;
+            schema::migrate(&mut conn, &place)?;
+            checkpointer::Fold::start(&mut conn, path)
+        };
 
         let (sender, receiver) = mpsc::channel::<Message>();
         let inner = Arc::new(Inner {
@@ -98,16 +130,17 @@ impl SqliteLightningStore {
             clock: options.clock,
             waiters: Arc::default(),
             path: path.to_owned(),
+            read_only,
         });
         let waiters = Arc::clone(&inner.waiters);
         std::thread::Builder::new()
             .name("agl-sqlite-writer".into())
-            .spawn(move || writer::run(conn, fold, receiver, |finished| waiters.heard(&finished)))
+            .spawn(move || writer::run(conn, fold, access, receiver, |finished| waiters.heard(&finished)))
             .map_err(|e| DbError::Other {
                 place,
                 reason: format!("cannot start its writer thread: {e}"),
             })?;
-        if let Some(period) = options.watchdog_interval
+        if let Some(period) = options.watchdog_interval.filter(|_| !read_only)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(watchdog_tick(Arc::downgrade(&inner), period));
@@ -161,13 +194,17 @@ impl Inner {
             .map_err(|_| writer_stopped())
     }
 
-    /// A read, after the watchdog has acted on whatever is due.
+    /// A read, after the watchdog has acted on whatever is due (not on a store opened to read
+    /// only).
     async fn read<T: Send + 'static>(
         &self,
         op: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
+        let read_only = self.read_only;
         self.call(move |tx, now| {
-            transitions::run_watchdog_if_due(tx, now)?;
+            if !read_only {
+                transitions::run_watchdog_if_due(tx, now)?;
+            }
             op(tx.conn())
         })
         .await

@@ -1,7 +1,7 @@
 //! The SQLite schema and its versioned migrations (`migrations/sqlite/NNNN_*.sql`, in this
 //! crate): the version lives in `PRAGMA user_version`; opening a database applies every
 //! migration above it, each in its own transaction, and refuses a database whose version is
-//! newer than this binary knows.
+//! newer than this binary knows. Opening to read only checks the version and changes nothing.
 
 use crate::error::DbError;
 use rusqlite::Connection;
@@ -11,6 +11,16 @@ const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_store.s
 
 /// The schema version this binary writes.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The oldest schema version this binary's queries read (opened to read only, nothing is
+/// migrated).
+pub const READABLE_FROM: i64 = 1;
+
+/// Whether a database at schema version `found` (`PRAGMA user_version`) holds a store this
+/// binary can read as it is (opened to read only).
+pub fn check_readable(found: i64, place: &str) -> Result<(), DbError> {
+    crate::error::check_readable_version(place, found, READABLE_FROM, VERSION)
+}
 
 /// Brings the database to [`VERSION`].
 pub fn migrate(conn: &mut Connection, place: &str) -> Result<(), DbError> {
@@ -59,6 +69,15 @@ mod tests {
             })
             .unwrap();
         assert_eq!(tables, 7);
+    }
+
+    #[test]
+    fn reading_only_refuses_an_empty_database_and_a_newer_one() {
+        let err = check_readable(0, "x.db").unwrap_err().to_string();
+        assert!(err.contains("no agl-host store"), "{err}");
+        let err = check_readable(VERSION + 1, "x.db").unwrap_err().to_string();
+        assert!(err.contains("newer than this agl-host"), "{err}");
+        check_readable(VERSION, "x.db").unwrap();
     }
 
     #[test]

@@ -3,10 +3,13 @@
 //! that fails leaves no trace — commits, and only then answers each caller: a write is
 //! acknowledged once it is in the database (group commit, WAL). Reads go through it too, so they
 //! see every acknowledged write. Between transactions it keeps a [`Recall`] of what it wrote.
+//! On a read-only connection its transactions are deferred (they take no write lock) and it
+//! remembers nothing: another process may be writing the file.
 
 use super::checkpointer::Fold;
 use super::recall::Recall;
 use super::tx::{SqliteTx, db_error};
+use crate::Access;
 use agl_store::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 use std::sync::mpsc;
@@ -41,6 +44,7 @@ pub(crate) enum Message {
 pub(crate) fn run(
     mut conn: Connection,
     mut fold: Fold,
+    access: Access,
     messages: mpsc::Receiver<Message>,
     on_finished: impl Fn(Vec<String>),
 ) {
@@ -68,7 +72,7 @@ pub(crate) fn run(
                 Err(_) => break,
             }
         }
-        let (answers, finished, failure) = run_group(&mut conn, &mut recall, group);
+        let (answers, finished, failure) = run_group(&mut conn, &mut recall, access, group);
         fold.heard_commit();
         for answer in answers {
             answer(failure.clone());
@@ -90,11 +94,16 @@ type Answers = Vec<Box<dyn FnOnce(Option<StoreError>) + Send>>;
 fn run_group(
     conn: &mut Connection,
     recall: &mut Recall,
+    access: Access,
     group: Vec<Job>,
 ) -> (Answers, Vec<String>, Option<StoreError>) {
     let mut answers: Answers = Vec::with_capacity(group.len());
     let mut finished = Vec::new();
-    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+    let behavior = match access {
+        Access::ReadWrite => TransactionBehavior::Immediate,
+        Access::ReadOnly => TransactionBehavior::Deferred,
+    };
+    let tx = match conn.transaction_with_behavior(behavior) {
         Ok(tx) => tx,
         Err(error) => {
             // Nothing runs: a job dropped unrun tells its caller the call failed.
@@ -103,6 +112,7 @@ fn run_group(
         }
     };
     match tx.query_row("PRAGMA data_version", [], |row| row.get::<_, i64>(0)) {
+        Ok(_) if access == Access::ReadOnly => recall.forget_all(),
         Ok(version) => recall.begin(version),
         Err(error) => {
             tracing::warn!("SQLite store: cannot read the data version: {error}");

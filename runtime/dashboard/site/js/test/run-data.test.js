@@ -4,9 +4,15 @@ import assert from "node:assert/strict";
 import { meanByMode, meanByVersion, compareVersions, countByStatus, pickVersions, taskRows } from "../run-data.js";
 import { filterAndSort } from "../views/rollouts.js";
 
+// An outcome as the server gives it: `counted_reward` is the final reward of a rollout that
+// succeeded, else 0 (agl_adapter::counted_reward).
 const row = (id, mode, version, status, reward, input = id, extra = {}) => ({
   rollout: { rollout_id: id, mode, resources_id: version, status, input, start_time: 0, ...extra },
-  outcome: reward === undefined ? null : { final_reward: reward, input_tokens: 10, output_tokens: 5, llm_seconds: 1 },
+  outcome: reward === undefined ? null : {
+    final_reward: reward,
+    counted_reward: status === "succeeded" ? reward : 0,
+    input_tokens: 10, output_tokens: 5, llm_seconds: 1,
+  },
 });
 
 const rows = [
@@ -18,13 +24,29 @@ const rows = [
   row("a1", null, null, "succeeded", undefined, "algo", { metadata: { "agl.kind": "algorithm" } }),
 ];
 
-test("finished rollouts count, a missing reward as 0; running ones wait", () => {
+test("every rollout counts as the run's results count it: a missing reward, or one not finished, as 0", () => {
   assert.deepEqual(meanByMode(taskRows(rows)), [
-    { mode: "train", finished: 2, mean: 0.5 },
-    { mode: "val", finished: 2, mean: 0.5 },
+    { mode: "train", rollouts: 2, mean: 0.5 },
+    { mode: "val", rollouts: 3, mean: 1 / 3 },
   ]);
-  assert.deepEqual(meanByVersion(taskRows(rows)).map((v) => [v.resources_id, v.modes.val?.mean]), [["v0", 0], ["v1", 1]]);
+  assert.deepEqual(meanByVersion(taskRows(rows)).map((v) => [v.resources_id, v.modes.val?.mean]), [["v0", 0], ["v1", 0.5]]);
   assert.deepEqual(countByStatus(taskRows(rows)), { succeeded: 3, failed: 1, running: 1 });
+});
+
+test("a failed rollout's emitted reward is not counted, in means and comparisons alike", () => {
+  // The issue's run: 0.5833 counted the rewards failed rollouts emitted; the results say 0.2500.
+  const run = [
+    row("f1", "train", "v0", "failed", 1, "q1"),
+    row("f2", "train", "v0", "failed", 0.5, "q2"),
+    row("f3", "train", "v0", "failed", 0.8333, "q3"),
+    row("s1", "train", "v0", "succeeded", 1, "q4"),
+  ];
+  assert.deepEqual(meanByMode(run), [{ mode: "train", rollouts: 4, mean: 0.25 }]);
+  assert.equal(meanByVersion(run)[0].modes.train.mean, 0.25);
+  const better = run.map((r) => row(`b-${r.rollout.rollout_id}`, "train", "v1", "succeeded", 1, r.rollout.input));
+  const result = compareVersions([...run, ...better], "v0", "v1", "train");
+  assert.equal(result.a.mean, 0.25);
+  assert.deepEqual(result.tasks.filter((t) => t.flipped === "up").map((t) => t.input).sort(), ["q1", "q2", "q3"]);
 });
 
 test("two versions compared on the tasks both ran: the flip is found", () => {

@@ -37,7 +37,10 @@ test("two runs compared start from the second newest to the newest, unless asked
 
 const row = (id, mode, version, status, reward, input, tokens = 15) => ({
   rollout: { rollout_id: id, mode, resources_id: version, status, input, start_time: 0 },
-  outcome: { final_reward: reward, input_tokens: tokens, output_tokens: 0, llm_seconds: 2 },
+  outcome: {
+    final_reward: reward, counted_reward: status === "succeeded" ? (reward ?? 0) : 0,
+    input_tokens: tokens, output_tokens: 0, llm_seconds: 2,
+  },
 });
 
 test("two runs compared on the tasks both ran, whichever version ran them: flips both ways", () => {

@@ -36,7 +36,7 @@ export async function render(context) {
   );
 }
 
-/** Per split: each run's mean reward (finished rollouts), the difference, links to each run. */
+/** Per split: each run's mean reward (as its results count it), the difference, links to each run. */
 function meansPerSplit(meansA, meansB, a, b) {
   const splits = [...new Set([...meansA, ...meansB].map((m) => m.mode))].sort();
   const of = (means, split) => means.find((m) => m.mode === split) ?? null;
@@ -50,8 +50,8 @@ function meansPerSplit(meansA, meansB, a, b) {
       const delta = x && y ? y.mean - x.mean : null;
       return h("tr", { "data-split": split },
         h("td", {}, split),
-        h("td", { class: "num", "data-mean": "A" }, x ? `${score(x.mean)} (${x.finished})` : "—"),
-        h("td", { class: "num", "data-mean": "B" }, y ? `${score(y.mean)} (${y.finished})` : "—"),
+        h("td", { class: "num", "data-mean": "A" }, x ? `${score(x.mean)} (${x.rollouts})` : "—"),
+        h("td", { class: "num", "data-mean": "B" }, y ? `${score(y.mean)} (${y.rollouts})` : "—"),
         h("td", { class: `num ${delta > 0 ? "up" : delta < 0 ? "down" : ""}` }, delta == null ? "—" : `${delta > 0 ? "+" : ""}${delta.toFixed(4)}`));
     })));
 }

@@ -28,7 +28,7 @@ export async function render(context) {
         h("td", {}, Object.keys(v.resources).join(", ")),
         modes.map((m) => {
           const s = scores.get(v.resources_id)?.[m];
-          return h("td", { class: "num" }, s ? `${score(s.mean)} (${s.finished})` : "—");
+          return h("td", { class: "num" }, s ? `${score(s.mean)} (${s.rollouts})` : "—");
         }),
         h("td", {}, h("a", { href: `#/rollouts?version=${encodeURIComponent(v.resources_id)}` }, "rollouts")))))),
     h("h2", {}, "Diff"),

@@ -1,7 +1,7 @@
 // The run at a glance: status, agent, algorithm, elapsed, rollouts by status, mean reward per
 // split, best score; reward over time and per resources version (charts).
 
-import { loadRun, countByStatus, meanByMode, meanByVersion, taskRows, isFinished } from "../run-data.js";
+import { loadRun, countByStatus, countedReward, meanByMode, meanByVersion, taskRows, isFinished } from "../run-data.js";
 import { h, card, score, duration, time, status } from "../dom.js";
 import { lineChart, barChart } from "../chart.js";
 
@@ -31,7 +31,7 @@ function content({ record, statistics, rows }) {
     h("div", { class: "cards" },
       card("rollouts", String(tasks.length), "rollouts"),
       ...Object.entries(counts).sort().map(([s, n]) => card(s, String(n), `status-${s}`)),
-      ...modes.map(({ mode, mean, finished }) => card(`mean reward (${mode}, ${finished})`, score(mean), `mean-${mode}`)),
+      ...modes.map(({ mode, mean, rollouts }) => card(`mean reward (${mode}, ${rollouts})`, score(mean), `mean-${mode}`)),
       card("best score", best ? score(best.score) : "—", "best"),
       card("elapsed", ended ? duration(ended - started) : "—", "elapsed"),
       card("spans", String(statistics.total_spans), "spans"),
@@ -49,8 +49,8 @@ function rewardOverTime(rows, started) {
     .sort((a, b) => a.rollout.end_time - b.rollout.end_time)
     .map((r) => ({
       x: r.rollout.end_time - started,
-      y: r.outcome?.final_reward ?? 0,
-      title: `${r.rollout.rollout_id} (${r.rollout.mode ?? "-"}, ${r.rollout.resources_id ?? "-"}): ${score(r.outcome?.final_reward)}`,
+      y: countedReward(r),
+      title: `${r.rollout.rollout_id} (${r.rollout.mode ?? "-"}, ${r.rollout.resources_id ?? "-"}): ${score(countedReward(r))}`,
     }));
   if (!points.length) return h("p", { class: "muted" }, "No finished rollout yet.");
   return lineChart(points, movingMean(points, WINDOW), "seconds since start", `mean of last ${WINDOW}`);
@@ -70,11 +70,11 @@ export function movingMean(points, window) {
 
 function rewardPerVersion(rows) {
   const versions = meanByVersion(rows).filter((v) => Object.keys(v.modes).length);
-  if (!versions.length) return h("p", { class: "muted" }, "No finished rollout yet.");
+  if (!versions.length) return h("p", { class: "muted" }, "No rollout yet.");
   return barChart(versions.map((v) => ({
     label: v.resources_id,
     bars: Object.entries(v.modes).map(([mode, m]) => ({
-      series: mode, value: m.mean, title: `${v.resources_id} ${mode}: ${score(m.mean)} over ${m.finished}`,
+      series: mode, value: m.mean, title: `${v.resources_id} ${mode}: ${score(m.mean)} over ${m.rollouts} rollout(s)`,
     })),
   })));
 }
