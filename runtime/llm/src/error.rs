@@ -37,12 +37,46 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         }
         source = cause.source();
     }
-    text
+    without_user_info(&text)
+}
+
+/// `text` with the user info (`user:key@`) of every URL in it replaced by `***` (an HTTP
+/// client's error names the URL it was sending to, key and all).
+pub fn without_user_info(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        shown.push_str(before);
+        let end = after
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == ')')
+            .unwrap_or(after.len());
+        match after[..end].rfind('@') {
+            Some(user) => {
+                shown.push_str("***");
+                shown.push_str(&after[user..end]);
+            }
+            None => shown.push_str(&after[..end]),
+        }
+        rest = &after[end..];
+    }
+    shown.push_str(rest);
+    shown
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_user_info() {
+        assert_eq!(
+            without_user_info("error sending request for url (http://u:KEY@h:1/v1/chat/completions): refused"),
+            "error sending request for url (http://***@h:1/v1/chat/completions): refused"
+        );
+        assert_eq!(without_user_info("a@b http://h/x@y and https://k@h"), "a@b http://h/x@y and https://***@h");
+        assert_eq!(without_user_info("no url"), "no url");
+    }
 
     #[test]
     fn excerpt_cuts_on_char_boundaries_and_collapses_whitespace() {

@@ -22,7 +22,7 @@ mod wire;
 pub use backend::LlmBackend;
 pub use error::LlmError;
 pub use limits::{RequestLimits, RequestRejected, validate_request};
-pub use openai::{OpenAiBackend, OpenAiConfig};
+pub use openai::{OpenAiBackend, OpenAiConfig, shown_url};
 pub use scripted::{
     ScriptedBackend, ScriptedCondition, ScriptedReply, ScriptedRule, ScriptedRules, ScriptedToolCall, ScriptedUsage,
 };

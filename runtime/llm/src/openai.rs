@@ -110,12 +110,12 @@ impl OpenAiBackend {
         }
         let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
         let endpoint = reqwest::Url::parse(&url).map_err(|e| {
-            LlmError::InvalidRequest(format!("OpenAI backend: bad base URL `{}`: {e}", config.base_url))
+            LlmError::InvalidRequest(format!("OpenAI backend: bad base URL `{}`: {e}", shown_url(&config.base_url)))
         })?;
         if !matches!(endpoint.scheme(), "http" | "https") {
             return Err(LlmError::InvalidRequest(format!(
                 "OpenAI backend: base URL `{}` is not http(s)",
-                config.base_url
+                shown_url(&config.base_url)
             )));
         }
         let client = reqwest::Client::builder()
@@ -240,13 +240,30 @@ impl LlmBackend for OpenAiBackend {
     }
 
     fn describe(&self) -> String {
-        format!("openai-compatible {}", self.config.base_url)
+        format!("openai-compatible {}", shown_url(&self.config.base_url))
     }
+}
+
+/// `url` as it may be shown (terminals, spans, records): any user info (`user:key@`) in its
+/// authority replaced by `***`.
+pub fn shown_url(url: &str) -> String {
+    crate::error::without_user_info(url)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_user_info() {
+        assert_eq!(
+            shown_url("http://user:KEY@host:8000/v1"),
+            "http://***@host:8000/v1"
+        );
+        assert_eq!(shown_url("https://host/v1?x=a@b"), "https://host/v1?x=a@b");
+        assert_eq!(shown_url("http://host:1/v1"), "http://host:1/v1");
+        assert_eq!(shown_url("http://a@b@host"), "http://***@host");
+    }
     use std::collections::HashMap;
 
     fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
