@@ -228,6 +228,8 @@ pub struct DashboardArgs {
     /// from the printed URL's #token=...).
     #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    #[command(flatten)]
+    pub edge: EdgeArgs,
 }
 
 const RUNS_EXIT_CODES: &str = "\
@@ -416,13 +418,21 @@ pub struct StoreArgs {
     /// share it).
     #[arg(long, value_name = "URL", env = "AGL_DB", default_value = "memory")]
     pub db: String,
-    /// Serve Agent-lightning's LLM proxy on this port too (under --token): OpenAI's
-    /// /v1/chat/completions and /v1/models, forwarded to --llm-endpoint (or answered from
-    /// --llm-script), and the same under /rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1/ (and
-    /// /proxy/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/mode/train|val/openai/v1/), where every call
-    /// is recorded as an LLM span of that attempt.
+    /// Serve Agent-lightning's LLM proxy on this port too (under --token), for clients with the
+    /// store's access: OpenAI's /v1/chat/completions and /v1/models, forwarded to --llm-endpoint
+    /// (or answered from --llm-script), and the same under /rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1/
+    /// (and /proxy/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/mode/train|val/openai/v1/), where every
+    /// call is recorded as an LLM span of that attempt; and, for sandboxed agents, a listener of
+    /// its own (--llm-proxy-port) that serves only per-attempt capabilities.
     #[arg(long)]
     pub llm_proxy: bool,
+    /// With --llm-proxy: the port (on --host) where sandboxed agents reach the proxy, each only
+    /// through its own attempt's capability, which `agl-host runner` asks this store for and
+    /// hands the agent as its proxy_llm resource's endpoint (0: any free port). Grant agents this
+    /// port (`--agent-http http://HOST:PORT`), never the store's. Default: 4749 (any free port
+    /// when that one is taken, or when --port is 0).
+    #[arg(long, value_name = "PORT", requires = "llm_proxy")]
+    pub llm_proxy_port: Option<u16>,
     /// Serve the web app in DIR (a built dashboard: index.html and its assets) at /, beside the
     /// API and without the token (its files hold no data; the API keeps requiring it). Every
     /// path that is not the API's and names no file gets DIR/index.html, as single-page apps
@@ -430,11 +440,76 @@ pub struct StoreArgs {
     #[arg(long, value_name = "DIR")]
     pub dashboard_dir: Option<PathBuf>,
     #[command(flatten)]
+    pub edge: EdgeArgs,
+    #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
     pub proxy: ProxyArgs,
     #[command(flatten)]
     pub otlp: crate::otlp_export::OtlpArgs,
+}
+
+/// Who, besides this machine's own clients, a server that a command starts answers. Every such
+/// server refuses what a web page of another site could make a browser send: a `Host` name a
+/// loopback-bound server does not answer (DNS rebinding), an `Origin` that is not the server's
+/// own, and request bodies that are not JSON.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EdgeArgs {
+    /// Also answer requests that name this server HOST (NAME, or NAME:PORT for that port only;
+    /// repeatable), e.g. a name of this machine its clients use. A server bound to 127.0.0.1
+    /// answers only loopback names (localhost, *.localhost, 127.0.0.1, [::1]), so that a web
+    /// page whose name is re-pointed at this machine (DNS rebinding) cannot use it; one bound to
+    /// another address checks names only when this is given.
+    #[arg(long = "allowed-host", value_name = "HOST", value_parser = allowed_host)]
+    pub allowed_hosts: Vec<String>,
+    /// Also answer requests from web pages served at ORIGIN (scheme://host[:port] as a browser
+    /// sends it; repeatable), e.g. https://dash.example.com for a dashboard served elsewhere.
+    /// Requests that browsers mark with another origin than this server's own are refused (403),
+    /// so that a page of another site cannot use the API through your browser.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", value_parser = allowed_origin)]
+    pub allowed_origins: Vec<String>,
+}
+
+impl EdgeArgs {
+    /// `options` with these hosts and origins allowed.
+    pub fn allow(&self, options: agl_server::ServerOptions) -> agl_server::ServerOptions {
+        agl_server::ServerOptions {
+            allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            ..options
+        }
+    }
+}
+
+/// An `--allowed-host`: a host name or address, with or without a port; no scheme nor path.
+fn allowed_host(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    let bad = value.is_empty() || value.contains(['/', '@', '?', '#', ' ']);
+    if bad {
+        Err(
+            "expected a host name as clients write it, NAME or NAME:PORT (e.g. dash.example.com, 10.0.0.5:4747), \
+             without a scheme or path"
+                .to_owned(),
+        )
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
+/// An `--allowed-origin`: `http://` or `https://`, a host and an optional port; no path.
+fn allowed_origin(value: &str) -> Result<String, String> {
+    let value = value.trim().trim_end_matches('/');
+    let authority = value.strip_prefix("http://").or_else(|| value.strip_prefix("https://"));
+    match authority {
+        Some(authority) if !authority.is_empty() && !authority.contains(['/', '@', '?', '#', ' ']) => {
+            Ok(value.to_owned())
+        }
+        _ => Err(
+            "expected an origin as a browser sends it, scheme://host[:port] (e.g. https://dash.example.com, \
+             http://localhost:3000)"
+                .to_owned(),
+        ),
+    }
 }
 
 /// How the LLM proxy forwards (with `--llm-proxy`).
@@ -473,6 +548,15 @@ pub struct RunnerArgs {
     /// The store's bearer token.
     #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Where the LLM proxy gives out per-attempt capabilities (`POST /proxy/grants`): the store's
+    /// URL by default (`agl-host store --llm-proxy`). Each attempt whose resources have a
+    /// `proxy_llm` resource gets one; its agent sees it as that resource's endpoint. A store
+    /// without a proxy: resources are left as they are.
+    #[arg(long, value_name = "URL")]
+    pub llm_proxy_url: Option<String>,
+    /// The proxy's operator token for those grants; the store's --token by default.
+    #[arg(long, value_name = "TOKEN", env = "AGL_LLM_PROXY_TOKEN", hide_env_values = true)]
+    pub llm_proxy_token: Option<String>,
     /// The agent component (.wasm) or its guest folder (Rust, Python or JavaScript).
     #[arg(long, value_name = "AGENT")]
     pub agent: PathBuf,
@@ -565,10 +649,11 @@ pub struct CommonArgs {
     #[arg(long, value_name = "URL")]
     pub db: Option<String>,
     /// Go on with a kept run that was stopped (Ctrl-C, a crash, kill -9): RUN is its id, its .db
-    /// file or its store URL. Give nothing else: the run's own flags and working directory are
-    /// used again. Finished rollouts are kept; attempts left running end as unresponsive and are
-    /// retried as their rollout's retry config says; the algorithm starts again and is handed
-    /// the rollouts and resources it made before, so it goes on from where it stopped.
+    /// file or its store URL. Give nothing else (but the secret values its record hides, which it
+    /// asks for): the run's own flags and working directory are used again. Finished rollouts are
+    /// kept; attempts left running end as unresponsive and are retried as their rollout's retry
+    /// config says; the algorithm starts again and is handed the rollouts and resources it made
+    /// before, so it goes on from where it stopped.
     #[arg(long, value_name = "RUN")]
     pub resume: Option<String>,
     /// Seed of the algorithm's random source.
@@ -584,7 +669,8 @@ pub struct CommonArgs {
     /// the store this process serves on 127.0.0.1.
     #[arg(long, value_enum, default_value = "shared-memory")]
     pub strategy: Strategy,
-    /// client-server: the store's port (0: any free port).
+    /// The port of the LLM proxy with --llm-proxy, else (client-server) of the store the runner
+    /// processes use; 0: any free port.
     #[arg(long, default_value_t = 0)]
     pub port: u16,
     /// Interval of runner heartbeats (worker and running attempt).
@@ -597,12 +683,29 @@ pub struct CommonArgs {
     pub unresponsive_after: Option<String>,
     #[command(flatten)]
     pub llm: LlmArgs,
-    /// Serve the LLM proxy (as `agl-host store --llm-proxy`) with the run's store on 127.0.0.1
-    /// (--port; 0: any free port), forwarding to the run's LLM, and point the run's `proxy_llm`
-    /// resources at it (one named `llm` is added when there is none): agents that call an
-    /// OpenAI endpoint over HTTP have their calls recorded as spans of their attempt.
+    /// Serve the LLM proxy on 127.0.0.1 (--port; 0: any free port), forwarding to the run's LLM,
+    /// and point the run's `proxy_llm` resources at it (one named `llm` is added when there is
+    /// none). Each attempt's agent sees in them an endpoint of its own,
+    /// http://127.0.0.1:PORT/agent/CAPABILITY/v1, valid while the attempt runs: its calls there
+    /// are recorded as LLM spans of that attempt and spend its LLM budget (--agent-llm-calls,
+    /// --agent-llm-tokens, --agent-model, --agent-llm-max-request...), as its own `llm` import
+    /// does. Grant agents the port with --agent-http http://127.0.0.1:PORT; that port serves
+    /// nothing else (no store API) unless --llm-proxy-token.
     #[arg(long)]
     pub llm_proxy: bool,
+    /// With --llm-proxy: also serve the proxy's operator routes on its port, to clients that
+    /// present `Authorization: Bearer TOKEN` (never agents): calls outside any attempt
+    /// (/v1/chat/completions), calls naming an attempt by its ids
+    /// (/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1/...) and /proxy/pause, /proxy/resume,
+    /// /proxy/state. Without it they are 404.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "AGL_LLM_PROXY_TOKEN",
+        hide_env_values = true,
+        requires = "llm_proxy"
+    )]
+    pub llm_proxy_token: Option<String>,
     #[command(flatten)]
     pub proxy: ProxyArgs,
     /// Serve the run's store with the web dashboard on ADDR while the run goes (default
@@ -610,6 +713,10 @@ pub struct CommonArgs {
     /// `agl-host dashboard --help` for what it shows.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:4748")]
     pub dashboard: Option<std::net::SocketAddr>,
+    // The hosts and origins the servers this run starts (--dashboard, --llm-proxy, client-server)
+    // answer besides their own.
+    #[command(flatten)]
+    pub edge: EdgeArgs,
     /// The agent's sandbox, on top of its manifest (limits replace, grants add up).
     #[command(flatten)]
     pub sandbox: SandboxOptions,

@@ -20,6 +20,9 @@ pub struct ProcessLauncher {
     pub exe: PathBuf,
     /// The runner's flags but `--store` and those above.
     pub args: Vec<OsString>,
+    /// Environment variables of the runner (secrets that must not show in a process list, e.g.
+    /// the LLM proxy's operator token).
+    pub env: Vec<(String, String)>,
     pub progress: Arc<Progress>,
 }
 
@@ -29,6 +32,7 @@ impl RunnerLauncher for ProcessLauncher {
             .arg("runner")
             .args(["--store", store_url])
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args([
                 "--runners",
                 "1",

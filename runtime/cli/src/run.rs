@@ -151,7 +151,9 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         (None, Strategy::ClientServer) => format!("{} runner process(es), client-server", common.runners),
     };
     stderr_line(&format!(
-        "agent {agent_name} · algorithm {algo_name} · {} train / {} val tasks · {where_runners} · LLM: {}",
+        "agent {} · algorithm {} · {} train / {} val tasks · {where_runners} · LLM: {}",
+        output::one_line(&agent_name),
+        output::one_line(&algo_name),
         train.len(),
         val.len(),
         llm.describe()
@@ -185,7 +187,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     // The web dashboard on its own address: the run's store, as kept, with the page at /.
     let dashboard = match (common.dashboard, &kept) {
         (Some(addr), Some(kept)) => {
-            let handle = crate::dashboard_cmd::serve_run(kept.store.clone(), addr).await?;
+            let handle = crate::dashboard_cmd::serve_run(kept.store.clone(), addr, &common.edge).await?;
             stderr_line(&format!("dashboard at {}", crate::dashboard_cmd::url(&handle, None)));
             Some(handle)
         }
@@ -204,8 +206,12 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         move || second.println("stopping at once"),
     );
 
-    // The LLM proxy, with the store, on loopback: the run's proxy_llm resources point at it.
-    let mut server = None;
+    // The LLM proxy on a loopback listener of its own: the run's proxy_llm resources point at
+    // it, and each attempt's agent reaches it only through a capability of its own attempt.
+    let mut proxy_server = None;
+    let mut capabilities: Option<Arc<dyn agl_runner::ProxyCapabilities>> = None;
+    // The proxy's URL and operator token, for runner processes.
+    let mut proxy_for_processes: Option<(String, String)> = None;
     if let Some(upstreams) = proxy_upstreams {
         let default_model = upstreams.all()[0].default_model().to_owned();
         let mut config = agl_proxy::ProxyConfig::new(upstreams);
@@ -214,17 +220,43 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         config.val_temperature = common.proxy.llm_val_temperature;
         config.span_export = otlp.as_ref().map(OtlpExport::span_export);
         let proxy = agl_proxy::Proxy::new(store.clone(), config);
-        let handle = serve_store(common.port, &store, &progress, Some(&proxy)).await?;
+        let options = common.edge.allow(agl_server::ServerOptions {
+            port: common.port,
+            ..agl_server::ServerOptions::default()
+        });
+        // Runner processes ask the proxy for their attempts' capabilities with the operator's
+        // token: the one given, else one made for them.
+        let operator_token = match (&common.llm_proxy_token, common.strategy) {
+            (Some(token), _) => Some(token.clone()),
+            (None, Strategy::ClientServer) => Some(crate::proxy_capabilities::fresh_token()?),
+            (None, Strategy::SharedMemory) => None,
+        };
+        let handle = crate::proxy_capabilities::serve(&proxy, options, operator_token.as_deref()).await?;
         let endpoint = format!("{}/v1", handle.url());
         let (resources, said) = llm::with_proxy_resource(initial_resources.take(), &endpoint, &default_model);
         initial_resources = Some(resources);
+        let operator = match &common.llm_proxy_token {
+            Some(_) => format!(
+                "; with --llm-proxy-token: {}/v1/chat/completions and {}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1",
+                handle.url(),
+                handle.url()
+            ),
+            None => String::new(),
+        };
         progress.println(&format!(
-            "LLM proxy at {endpoint} (per attempt: {}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 -> {}); {said}",
+            "LLM proxy at {endpoint} (-> {}): each attempt's agent gets {}/agent/CAPABILITY/v1 in its proxy_llm \
+             resources{operator}; {said}",
+            proxy.describe(),
             handle.url(),
-            proxy.describe()
         ));
-        server = Some(handle);
+        capabilities = Some(Arc::new(crate::proxy_capabilities::LocalCapabilities {
+            proxy,
+            base_url: handle.url(),
+        }));
+        proxy_for_processes = operator_token.map(|token| (handle.url(), token));
+        proxy_server = Some(handle);
     }
+    let mut server = None;
 
     // Who runs the rollouts: runners in this process, runner processes of a store served here, or
     // the remote store's own.
@@ -232,16 +264,22 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let strategy = match (agent, &agent_plan) {
         (Some(agent), Some(plan)) if common.strategy == Strategy::ClientServer => {
             drop(agent); // the runner processes load it themselves
-            let handle = match server.take() {
-                Some(handle) => handle,
-                None => serve_store(common.port, &store, &progress, None).await?,
-            };
+            // With the LLM proxy on --port, the store goes on any free one.
+            let port = if proxy_server.is_some() { 0 } else { common.port };
+            let handle = serve_store(port, &store, &progress, &common.edge).await?;
+            let mut args = runner_process_args(&common, &plan.path, unresponsive_after.unwrap_or("0"));
+            let mut env = Vec::new();
+            if let Some((url, token)) = proxy_for_processes.take() {
+                args.extend(["--llm-proxy-url".into(), url.into()]);
+                env.push(("AGL_LLM_PROXY_TOKEN".to_owned(), token));
+            }
             let strategy = ExecutionStrategy::Processes(RunnerProcesses {
                 store_url: handle.url().to_owned(),
                 count: usize::from(common.runners),
                 launcher: Arc::new(ProcessLauncher {
                     exe: std::env::current_exe().context("finding the agl-host executable")?,
-                    args: runner_process_args(&common, &plan.path, unresponsive_after.unwrap_or("0")),
+                    args,
+                    env,
                     progress: progress.clone(),
                 }),
                 stop_timeout: grace + RUNNER_PROCESS_STOP_MARGIN,
@@ -253,6 +291,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
             options: timing.runner_options(),
             hooks,
             span_export: otlp.as_ref().map(OtlpExport::span_export),
+            proxy: capabilities.clone(),
             ..InProcessRunners::new(Arc::new(agent), llm.clone(), usize::from(common.runners))
         }),
         (None, _) => {
@@ -282,6 +321,9 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let fit = trainer.fit(request, &shutdown).await?;
     progress.finish();
     if let Some(server) = server {
+        server.shutdown().await;
+    }
+    if let Some(server) = proxy_server {
         server.shutdown().await;
     }
     let otlp_report = otlp_export::finish(otlp).await;
@@ -354,23 +396,20 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     Ok(exit)
 }
 
-/// Client-server or the LLM proxy: serves `store` on loopback (`port` 0: any free port), with
-/// the proxy's routes when given.
+/// Client-server: serves `store` on loopback (`port` 0: any free port) for the runner processes.
 async fn serve_store(
     port: u16,
     store: &Arc<dyn LightningStore>,
     progress: &Arc<Progress>,
-    proxy: Option<&agl_proxy::Proxy>,
+    edge: &crate::args::EdgeArgs,
 ) -> anyhow::Result<agl_server::ServerHandle> {
-    let options = agl_server::ServerOptions {
+    let options = edge.allow(agl_server::ServerOptions {
         port,
         ..agl_server::ServerOptions::default()
-    };
-    let serving = match proxy {
-        Some(proxy) => agl_server::serve_with(store.clone(), options, proxy.router()).await,
-        None => agl_server::serve(store.clone(), options).await,
-    };
-    let handle = serving.context("starting the store server")?;
+    });
+    let handle = agl_server::serve(store.clone(), options)
+        .await
+        .context("starting the store server")?;
     progress.println(&format!("store served at {}", handle.url()));
     Ok(handle)
 }

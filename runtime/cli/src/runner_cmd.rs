@@ -9,7 +9,7 @@ use crate::components::{self, file_name};
 use crate::inputs::{self, InputError};
 use crate::llm;
 use crate::otlp_export::{self, OtlpExport};
-use crate::output::stderr_line;
+use crate::output::{one_line, reason_line, stderr_line};
 use crate::remote;
 use crate::signals::{self, Interrupts};
 use agl_runner::{ExecutionStrategy, Hook, HookContext, InProcessRunners, RunnerOptions, Shutdown};
@@ -117,6 +117,10 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
         options: timing.runner_options(),
         hooks,
         span_export: otlp.as_ref().map(OtlpExport::span_export),
+        proxy: Some(Arc::new(crate::proxy_capabilities::RemoteCapabilities::new(
+            args.llm_proxy_url.as_deref().unwrap_or(&args.store),
+            args.llm_proxy_token.clone().or_else(|| args.token.clone()),
+        )?)),
         ..InProcessRunners::new(Arc::new(agent), llm, usize::from(args.runners))
     });
     let fleet = strategy.start(&store, &shutdown)?;
@@ -130,7 +134,8 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line per finished rollout: who ran it, how it ended, its reward or why it failed.
+/// One line per finished rollout: who ran it, how it ended, its reward or why it failed (on one
+/// line, whatever the agent put in it).
 struct RolloutLog;
 
 impl Hook for RolloutLog {
@@ -145,16 +150,16 @@ fn rollout_line(ctx: &HookContext<'_>, outcome: &AttemptOutcome) -> String {
             Some(reward) => format!("succeeded, reward {reward:.4}"),
             None => "succeeded, no reward".to_owned(),
         },
-        (_, Some(reason)) => format!("failed: {}", reason.lines().next().unwrap_or_default()),
+        (_, Some(reason)) => format!("failed: {}", reason_line(reason)),
         (status, None) => format!("{status:?}").to_lowercase(),
     };
-    format!(
+    one_line(&format!(
         "{}: rollout {} (attempt {}) {verdict} in {} ms",
         ctx.worker_id,
         ctx.rollout.rollout_id,
         ctx.attempt.sequence_id,
         outcome.elapsed.as_millis()
-    )
+    ))
 }
 
 #[cfg(test)]

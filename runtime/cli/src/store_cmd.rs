@@ -11,6 +11,9 @@ use anyhow::Context;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// Where sandboxed agents reach `store --llm-proxy`'s proxy unless told otherwise.
+const DEFAULT_AGENTS_PORT: u16 = 4749;
+
 pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     let db = args.db.parse::<agl_store_db::DbUrl>()?;
     let upstreams = match (args.llm_proxy, args.llm.is_configured()) {
@@ -40,6 +43,13 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         args.proxy.llm_train_temperature,
         args.proxy.llm_val_temperature,
     );
+    // The agents' port: the one asked for, else 4749 (any free one when --port is 0 or 4749 is
+    // taken).
+    let (agents_port, agents_port_given) = match (args.llm_proxy_port, args.port) {
+        (Some(port), _) => (port, true),
+        (None, 0) => (0, false),
+        (None, _) => (DEFAULT_AGENTS_PORT, false),
+    };
     let options = server_options(args)?;
     let site = options.site.clone();
     if !options.host.is_loopback() && options.token.is_none() {
@@ -63,19 +73,45 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
         config.span_export = otlp.as_ref().map(OtlpExport::span_export);
         agl_proxy::Proxy::new(store.clone(), config)
     });
+    // Sandboxed agents reach the proxy on a listener of their own, only through their attempt's
+    // capability; the operator's routes stay on the store's port, under its token.
+    let agents_options = ServerOptions {
+        port: agents_port,
+        token: None,
+        site: None,
+        ..options.clone()
+    };
     let handle = crate::dashboard_cmd::serve(backend.clone(), options, proxy.as_ref(), false)
         .await
         .context("starting the store server")?;
+    let agents_listener = match &proxy {
+        Some(proxy) => Some(
+            match crate::proxy_capabilities::serve(proxy, agents_options.clone(), None).await {
+                Err(_) if !agents_port_given && agents_options.port != 0 => {
+                    let any = ServerOptions {
+                        port: 0,
+                        ..agents_options
+                    };
+                    crate::proxy_capabilities::serve(proxy, any, None).await?
+                }
+                served => served?,
+            },
+        ),
+        None => None,
+    };
     if embedded_dashboard {
         stderr_line(&format!(
             "agl-host store: dashboard at {}",
             crate::dashboard_cmd::url(&handle, None)
         ));
     }
-    if let Some(proxy) = &proxy {
+    if let (Some(proxy), Some(agents)) = (&proxy, &agents_listener) {
         stderr_line(&format!(
-            "agl-host store: LLM proxy at {url}/v1, per attempt {url}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 (-> {})",
+            "agl-host store: LLM proxy (-> {}) at {url}/v1 and per attempt {url}/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1 \
+             for clients with the store's access; sandboxed agents at {} only, each through its attempt's capability \
+             (agl-host runner puts it in their proxy_llm resources)",
             proxy.describe(),
+            agents.url(),
             url = handle.url()
         ));
     }
@@ -94,6 +130,9 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     interrupts.wait().await;
     stderr_line("agl-host store: stopping");
     handle.shutdown().await;
+    if let Some(agents) = agents_listener {
+        agents.shutdown().await;
+    }
     otlp_export::finish(otlp).await;
     // A database's write-ahead log folded into its file: one file holds the whole store.
     if let Err(error) = backend.checkpoint().await {
@@ -108,7 +147,7 @@ fn server_options(args: StoreArgs) -> Result<ServerOptions, InputError> {
     let duration = |flag: &str, value: &str| {
         agl_wasm::policy::parse_duration(value).map_err(|e| InputError(format!("{flag}: {e}")))
     };
-    Ok(ServerOptions {
+    Ok(args.edge.allow(ServerOptions {
         host: args.host,
         port: args.port,
         token: args.token,
@@ -122,7 +161,7 @@ fn server_options(args: StoreArgs) -> Result<ServerOptions, InputError> {
             .transpose()
             .map_err(|e| InputError(format!("--dashboard-dir {e}")))?,
         ..ServerOptions::default()
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -175,6 +214,31 @@ mod tests {
             "{}",
             error.0
         );
+    }
+
+    #[test]
+    fn allowed_hosts_and_origins_come_from_their_repeated_flags() {
+        let options = server_options(store_args(&[
+            "--allowed-host",
+            "store.lan",
+            "--allowed-host",
+            "10.0.0.5:4747",
+            "--allowed-origin",
+            "https://dash.example.com/",
+        ]))
+        .expect("valid");
+        assert_eq!(options.allowed_hosts, ["store.lan", "10.0.0.5:4747"]);
+        assert_eq!(options.allowed_origins, ["https://dash.example.com"]);
+        for bad in [
+            ["--allowed-host", "http://store.lan"],
+            ["--allowed-origin", "dash.example.com"],
+            ["--allowed-origin", "https://dash.example.com/app"],
+        ] {
+            assert!(
+                Cli::try_parse_from(["agl-host", "store"].iter().chain(&bad)).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -810,66 +810,138 @@ fn concurrent_calls_of_many_attempts_land_each_on_its_own() {
     }
 }
 
-/// A sandboxed agent that calls the LLM over HTTP through the proxy `agl-host run --llm-proxy`
-/// serves (`tests/guests/proxy-agent`, granted the proxy's address only): its calls are answered
-/// by the run's LLM and recorded as LLM spans of its attempt, beside the host's span of its
-/// HTTP request.
-#[test]
-fn a_sandboxed_agent_calls_the_llm_through_the_runs_proxy() {
-    let agent = agl_guest_build::build_guest("tests/guests/proxy-agent").expect("the proxy agent builds");
-    let scratch = support::Scratch::new("proxy-agent");
-    let (rules, train, db) = (
-        scratch.path("rules.json"),
-        scratch.path("train.jsonl"),
-        scratch.path("run.db"),
-    );
-    std::fs::write(&rules, ECHO_RULES).expect("rules");
-    let tasks: String = (0..3)
-        .map(|i| format!("{}\n", json!({"question": format!("say {i}"), "answer": i.to_string()})))
-        .collect();
-    std::fs::write(&train, tasks).expect("tasks");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let db = format!("sqlite:{}", db.display());
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .env(
-            "AGL_CACHE_DIR",
-            agl_guest_build::repo_root().join("target/agl-cache-tests"),
-        )
-        .arg("run")
-        .arg("--agent")
-        .arg(&agent)
-        .args(["--algo", "baseline", "--llm-proxy", "--no-progress", "--db", &db])
-        .args(["--port", &port.to_string()])
-        .args(["--agent-http", &format!("http://127.0.0.1:{port}")])
-        .arg("--train")
-        .arg(&train)
-        .arg("--llm-script")
-        .arg(&rules)
-        .output()
-        .expect("agl-host runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+/// `agl-host run --llm-proxy` of `tests/guests/proxy-agent` on `tasks`, the proxy on a free port
+/// granted to the agent (and nothing else), kept in a SQLite file: the run's output, and
+/// `show --json` over that file.
+struct ProxyAgentRun {
+    output: std::process::Output,
+    db: String,
+    port: u16,
+    _scratch: support::Scratch,
+}
 
-    let show = |args: &[&str]| -> Value {
+impl ProxyAgentRun {
+    fn start(name: &str, tasks: &[Value], extra: &[&str]) -> Self {
+        let agent = agl_guest_build::build_guest("tests/guests/proxy-agent").expect("the proxy agent builds");
+        Self::start_agent(name, &agent, free_port(), tasks, extra)
+    }
+
+    /// The same with another agent (a component or a guest folder), the proxy on `port`.
+    fn start_agent(name: &str, agent: &std::path::Path, port: u16, tasks: &[Value], extra: &[&str]) -> Self {
+        let scratch = support::Scratch::new(name);
+        let (rules, train, db) = (
+            scratch.path("rules.json"),
+            scratch.path("train.jsonl"),
+            scratch.path("run.db"),
+        );
+        std::fs::write(&rules, ECHO_RULES).expect("rules");
+        let lines: String = tasks.iter().map(|t| format!("{t}\n")).collect();
+        std::fs::write(&train, lines).expect("tasks");
+        let db = format!("sqlite:{}", db.display());
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
-            .args(["show", "--db", &db, "--json"])
+            .env(
+                "AGL_CACHE_DIR",
+                agl_guest_build::repo_root().join("target/agl-cache-tests"),
+            )
+            .arg("run")
+            .arg("--agent")
+            .arg(agent)
+            .args(["--algo", "baseline", "--llm-proxy", "--no-progress", "--db", &db])
+            .args(["--port", &port.to_string()])
+            .args(["--agent-http", &format!("http://127.0.0.1:{port}")])
+            .arg("--train")
+            .arg(&train)
+            .arg("--llm-script")
+            .arg(&rules)
+            .args(extra)
+            .output()
+            .expect("agl-host runs");
+        ProxyAgentRun {
+            output,
+            db,
+            port,
+            _scratch: scratch,
+        }
+    }
+
+    fn show(&self, args: &[&str]) -> Value {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+            .args(["show", "--db", &self.db, "--json"])
             .args(args)
             .output()
             .expect("agl-host show runs");
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         serde_json::from_slice(&output.stdout).expect("JSON")
-    };
-    let run = show(&[]);
-    let rollouts = run["rollouts"].as_array().cloned().unwrap_or_default();
-    assert_eq!(rollouts.len(), 3, "{run:#}");
-    for row in rollouts {
-        let rollout_id = row["rollout"]["rollout_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no rollout_id: {row}"));
-        let record = show(&[rollout_id]);
+    }
+
+    /// Each rollout's record (`show RUN ROLLOUT`), in the run's order.
+    fn records(&self) -> Vec<Value> {
+        let run = self.show(&[]);
+        let rollouts = run["rollouts"].as_array().cloned().unwrap_or_default();
+        rollouts
+            .iter()
+            .map(|row| {
+                let id = row["rollout"]["rollout_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no rollout_id: {row}"));
+                self.show(&[id])
+            })
+            .collect()
+    }
+}
+
+/// A port free now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The messages an attempt's agent logged.
+fn logged(record: &Value) -> Vec<String> {
+    record["spans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            s["attributes"]["agentlightning.message.body"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// A sandboxed agent that calls the LLM over HTTP through the proxy `agl-host run --llm-proxy`
+/// serves (`tests/guests/proxy-agent`, granted the proxy's address only): its calls are answered
+/// by the run's LLM through the capability its `proxy_llm` resource names, and recorded as LLM
+/// spans of its attempt, beside the host's span of its HTTP request.
+#[test]
+fn a_sandboxed_agent_calls_the_llm_through_the_runs_proxy() {
+    sandboxed_agents_call_through_their_capabilities("proxy-agent", &[]);
+}
+
+/// The same with runner processes (`--strategy client-server`): each asks the run's proxy for
+/// its attempts' capabilities over HTTP, with the operator token the run gave it.
+#[test]
+fn a_sandboxed_agent_of_a_runner_process_calls_the_llm_through_the_runs_proxy() {
+    sandboxed_agents_call_through_their_capabilities(
+        "proxy-agent-processes",
+        &["--strategy", "client-server", "--runners", "2"],
+    );
+}
+
+fn sandboxed_agents_call_through_their_capabilities(name: &str, extra: &[&str]) {
+    let in_process = !extra.contains(&"client-server");
+    let tasks: Vec<Value> = (0..3)
+        .map(|i| json!({"question": format!("say {i}"), "answer": i.to_string()}))
+        .collect();
+    let run = ProxyAgentRun::start(name, &tasks, extra);
+    let stderr = String::from_utf8_lossy(&run.output.stderr);
+    assert!(run.output.status.success(), "{stderr}");
+    let records = run.records();
+    assert_eq!(records.len(), 3);
+    for record in records {
         assert_eq!(record["final_reward"], 1.0, "{record:#}");
         let attempt = record["attempts"][0]["attempt_id"].as_str().expect("an attempt");
         let spans = record["spans"].as_array().cloned().unwrap_or_default();
@@ -881,5 +953,396 @@ fn a_sandboxed_agent_calls_the_llm_through_the_runs_proxy() {
             spans.iter().any(|s| s["name"] == "agl.http.request"),
             "the agent's request is a span too: {spans:#?}"
         );
+        // In one process, the attempt's LLM calls count the proxy's: one LLM budget.
+        if in_process {
+            let root = spans
+                .iter()
+                .find(|s| s["name"] == "agentlightning.rollout")
+                .expect("a root span");
+            assert_eq!(root["attributes"]["agl.llm.calls"], 1, "{root:#}");
+        }
     }
+}
+
+/// An agent granted the proxy's port is an attacker: the port serves it nothing but LLM calls
+/// of its own running attempt, under that attempt's LLM policy — not the store API, not calls
+/// outside an attempt or naming one by its ids, not the pause switch; not models, calls or
+/// request sizes its policy refuses; and its capability dies with its attempt.
+#[test]
+fn an_agent_reaches_only_its_own_attempts_llm_calls_through_the_proxy() {
+    agent_reaches_only_its_own_calls("proxy-attacker", &[]);
+}
+
+/// The same for agents of runner processes, whose capabilities come over HTTP.
+#[test]
+fn an_agent_of_a_runner_process_reaches_only_its_own_attempts_llm_calls() {
+    agent_reaches_only_its_own_calls("proxy-attacker-processes", &["--strategy", "client-server"]);
+}
+
+fn agent_reaches_only_its_own_calls(name: &str, strategy: &[&str]) {
+    let probe = |method: &str, path: &str| json!({"method": method, "path": path, "body": {}});
+    let probes = vec![
+        probe("GET", "/v1/agl/rollouts"),
+        probe("GET", "/v1/agl/statistics"),
+        probe("POST", "/v1/agl/queues/rollouts/dequeue"),
+        probe("POST", "/v1/agl/resources"),
+        probe("GET", "/metrics"),
+        json!({"method": "POST", "path": "/v1/chat/completions", "body": {"model": "m", "messages": [{"role": "user", "content": "say free"}]}}),
+        json!({"method": "POST", "path": "/rollout/ro-x/attempt/at-x/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "say x"}]}}),
+        probe("POST", "/proxy/pause"),
+        probe("GET", "/proxy/state"),
+        probe(
+            "GET",
+            "/agent/0000000000000000000000000000000000000000000000000000000000000000/v1/models",
+        ),
+    ];
+    let tasks = [
+        json!({"question": "say 0", "answer": "0", "probes": probes, "calls": 3}),
+        json!({"question": "say 1", "answer": "1", "calls": 1, "model": "gpt-expensive"}),
+        json!({"question": "say 2", "answer": "2", "calls": 1, "pad": 100_000}),
+    ];
+    let mut extra = vec!["--agent-llm-calls", "3", "--agent-llm-max-request", "64KiB"];
+    extra.extend_from_slice(strategy);
+    let run = ProxyAgentRun::start(name, &tasks, &extra);
+    let stderr = String::from_utf8_lossy(&run.output.stderr);
+    assert!(run.output.status.success(), "{stderr}");
+    let records = run.records();
+    let logs: Vec<Vec<String>> = records.iter().map(logged).collect();
+    let find = |rollout: usize, start: &str| -> String {
+        logs[rollout]
+            .iter()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` in {:#?}", logs[rollout]))
+            .clone()
+    };
+    for probe in &probes {
+        let line = find(
+            0,
+            &format!(
+                "probe {} {}:",
+                probe["method"].as_str().unwrap_or_default(),
+                probe["path"].as_str().unwrap_or_default()
+            ),
+        );
+        // 404: not served; 401: the operator's route, under a token the agent does not have
+        // (runner processes ask for capabilities with it).
+        assert!(
+            line.ends_with(": 404") || line.ends_with(": 401"),
+            "the proxy's port serves agents nothing else: {line}"
+        );
+    }
+    // The budget is 3 calls: the first call and two more; the third more is refused.
+    assert!(find(0, "call 1:").starts_with("call 1: 200"), "{:#?}", logs[0]);
+    assert!(find(0, "call 2:").starts_with("call 2: 200"), "{:#?}", logs[0]);
+    let refused = find(0, "call 3:");
+    assert!(
+        refused.starts_with("call 3: 403") && refused.contains("budget"),
+        "{refused}"
+    );
+    // The model is the one the operator's proxy_llm resource names, whatever the agent asks.
+    let model = find(1, "call 1:");
+    assert!(model.starts_with("call 1: 200"), "{model}");
+    let asked: Vec<&Value> = records[1]["spans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["name"] == "openai.chat.completion")
+        .map(|s| &s["attributes"]["gen_ai.request.model"])
+        .collect();
+    assert_eq!(asked, [&json!("m"), &json!("m")], "{:#?}", records[1]);
+    let big = find(2, "call 1:");
+    assert!(big.starts_with("call 1: 400"), "{big}");
+    // Each refusal is a span of the attempt; the accepted calls are its LLM spans.
+    let llm_spans = |record: &Value| -> Vec<Value> {
+        record["spans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["name"] == "openai.chat.completion")
+            .cloned()
+            .collect()
+    };
+    let first = llm_spans(&records[0]);
+    assert_eq!(first.len(), 4, "3 answered, 1 refused: {first:#?}");
+    assert_eq!(
+        first.iter().filter(|s| s["status"]["status_code"] == "ERROR").count(),
+        1,
+        "{first:#?}"
+    );
+    // The capability the agent was given is its own, on the proxy's port (that it dies with its
+    // attempt is `agl-proxy`'s tests/capabilities.rs).
+    let capability = find(0, "capability ").trim_start_matches("capability ").to_owned();
+    assert!(
+        capability.starts_with(&format!("http://127.0.0.1:{}/agent/", run.port)),
+        "{capability}"
+    );
+}
+
+/// `agl-host store --llm-proxy` with a token, `agl-host runner` against it: the runner asks the
+/// store for each attempt's capability (`POST /proxy/grants` with the store's token) and its
+/// agent, granted only the proxy's port for agents (`--llm-proxy-port`), calls through it; the
+/// store's own port is not the agent's to use. The calls are spans of their attempts.
+#[test]
+fn a_remote_runners_agent_calls_through_the_capability_the_store_gives() {
+    let agent = agl_guest_build::build_guest("tests/guests/proxy-agent").expect("the proxy agent builds");
+    let scratch = support::Scratch::new("proxy-remote");
+    let (rules, train, resources) = (
+        scratch.path("rules.json"),
+        scratch.path("train.jsonl"),
+        scratch.path("resources.json"),
+    );
+    std::fs::write(&rules, ECHO_RULES).expect("rules");
+    let agents_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let store = ServerProcess::agl_host_store(&[
+        "--llm-proxy",
+        "--llm-script",
+        &rules.display().to_string(),
+        "--token",
+        "t0k",
+        "--llm-proxy-port",
+        &agents_port.to_string(),
+    ]);
+    let probes = [json!({"method": "GET", "path": "/v1/agl/rollouts"})];
+    let tasks: String = (0..2)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"question": format!("say {i}"), "answer": i.to_string(), "probes": probes})
+            )
+        })
+        .collect();
+    std::fs::write(&train, tasks).expect("tasks");
+    std::fs::write(
+        &resources,
+        json!({"llm": {"resource_type": "proxy_llm", "endpoint": format!("http://127.0.0.1:{agents_port}/v1"), "model": "m"}})
+            .to_string(),
+    )
+    .expect("resources");
+    let mut runner = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env(
+            "AGL_CACHE_DIR",
+            agl_guest_build::repo_root().join("target/agl-cache-tests"),
+        )
+        .args(["runner", "--store", &store.url, "--token", "t0k", "--agent"])
+        .arg(&agent)
+        .args(["--agent-http", &format!("http://127.0.0.1:{agents_port}")])
+        .args(["--llm-script", &rules.display().to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the runner starts");
+    let out = scratch.path("results.json");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .args([
+            "run",
+            "--store",
+            &store.url,
+            "--token",
+            "t0k",
+            "--algo",
+            "baseline",
+            "--no-progress",
+        ])
+        .arg("--train")
+        .arg(&train)
+        .arg("--resources")
+        .arg(&resources)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .expect("agl-host run");
+    let _ = runner.kill();
+    let _ = runner.wait();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).expect("results")).expect("JSON");
+    assert_eq!(results["splits"]["train"]["succeeded"], 2, "{results:#}");
+    assert_eq!(results["splits"]["train"]["mean_reward"], 1.0, "{results:#}");
+    let api = Api::new(&store, Some("t0k"));
+    let rollouts = ok_json(api.get("/v1/agl/rollouts"));
+    for rollout in rollouts["items"].as_array().into_iter().flatten() {
+        let id = rollout["rollout_id"].as_str().expect("an id");
+        let spans = api.spans(id);
+        let llm: Vec<&Value> = spans.iter().filter(|s| s["name"] == "openai.chat.completion").collect();
+        assert_eq!(llm.len(), 1, "{spans:#?}");
+        let logs: Vec<&str> = spans
+            .iter()
+            .filter_map(|s| s["attributes"]["agentlightning.message.body"].as_str())
+            .collect();
+        assert!(
+            logs.contains(&"probe GET /v1/agl/rollouts: 404"),
+            "the agents' port serves no store: {logs:?}"
+        );
+        assert!(
+            logs.iter()
+                .any(|l| l.starts_with(&format!("capability http://127.0.0.1:{agents_port}/agent/"))),
+            "{logs:?}"
+        );
+    }
+}
+
+/// Python and JavaScript agents granted the port of `run --llm-proxy` (their SDKs' HTTP clients,
+/// `ctx.http()` and `fetch`) find no store and no operator's route there.
+#[test]
+fn python_and_javascript_agents_granted_the_proxy_port_reach_no_store() {
+    for (name, folder) in [
+        ("proxy-py", "tests/guests/probe-py"),
+        ("proxy-js", "tests/guests/probe-js"),
+    ] {
+        let port = free_port();
+        let paths = [
+            "/v1/agl/rollouts",
+            "/v1/agl/statistics",
+            "/v1/models",
+            "/proxy/state",
+            "/metrics",
+        ];
+        let tasks: Vec<Value> = paths
+            .iter()
+            .map(|path| json!({"do": "http_get", "url": format!("http://127.0.0.1:{port}{path}")}))
+            .collect();
+        let agent = agl_guest_build::repo_root().join(folder);
+        let run = ProxyAgentRun::start_agent(name, &agent, port, &tasks, &[]);
+        assert!(
+            run.output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.output.stderr)
+        );
+        let records = run.records();
+        assert_eq!(records.len(), paths.len());
+        for record in &records {
+            let logs = logged(record);
+            assert!(
+                logs.iter().any(|l| l.starts_with("http_get: allowed: status 404")),
+                "{name}: {logs:#?}"
+            );
+        }
+    }
+}
+
+/// An upstream on a free loopback port that answers every request with a stream of `total`
+/// bytes of answer text (64 KiB a chunk), then `[DONE]`.
+fn endless_stream(total: usize) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                // The request: its head, then as much body as it declares.
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 8192];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
+                let head = String::from_utf8_lossy(&seen[..head_end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                let mut body = seen.len() - head_end;
+                while body < length {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => body += n,
+                    }
+                }
+                let text = "x".repeat(64 * 1024);
+                let event = format!(
+                    "data: {}\n\n",
+                    json!({"id": "c-1", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]})
+                );
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let mut sent = 0;
+                while sent < total {
+                    if stream.write_all(event.as_bytes()).is_err() {
+                        return;
+                    }
+                    sent += text.len();
+                }
+                let _ = stream.write_all(b"data: [DONE]\n\n");
+            });
+        }
+    });
+    addr
+}
+
+/// The `VmHWM` (peak resident memory) or `VmRSS` of a process, in bytes.
+fn memory_of(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("a memory figure")
+        * 1024
+}
+
+/// A stream of 256 MiB passes through the proxy while the proxy keeps only what the call's span
+/// keeps: its peak memory grows by far less than the stream (it grew by about the stream's size
+/// when the whole text was assembled), and the span holds the answer clipped.
+#[test]
+fn a_long_stream_is_held_in_memory_only_as_far_as_its_span_keeps_it() {
+    const STREAM: usize = 256 << 20;
+    let upstream = endless_stream(STREAM);
+    let url = format!("http://{upstream}/v1");
+    let store = ServerProcess::agl_host_store(&[
+        "--llm-proxy",
+        "--llm-endpoint",
+        &url,
+        "--llm-model",
+        "m",
+        "--llm-retries",
+        "0",
+    ]);
+    let api = Api::new(&store, None);
+    let (rollout, attempt) = api.start_rollout("train", None);
+    let before = memory_of(store.pid(), "VmRSS:");
+    let mut response = api.post(
+        &format!("/rollout/{rollout}/attempt/{attempt}/v1/chat/completions"),
+        &json!({"stream": true, "messages": [{"role": "user", "content": "say it all"}]}),
+    );
+    let mut read = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match std::io::Read::read(&mut response, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => read += n as u64,
+            Err(e) => panic!("the stream broke after {read} bytes: {e}"),
+        }
+    }
+    assert!(read > STREAM as u64, "the whole stream came through: {read} bytes");
+    let peak = memory_of(store.pid(), "VmHWM:");
+    let grown = peak.saturating_sub(before);
+    eprintln!(
+        "a {} MiB stream: the proxy's peak memory grew by {} KiB",
+        STREAM >> 20,
+        grown >> 10
+    );
+    assert!(
+        grown < (STREAM as u64) / 4,
+        "a {} MiB stream grew the proxy's peak memory by {} MiB",
+        STREAM >> 20,
+        grown >> 20
+    );
+    let spans = api.spans(&rollout);
+    let text = spans[0]["attributes"]["gen_ai.completion.0.content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.len() <= 64 * 1024 + 64 && text.starts_with("xxxx"),
+        "{} bytes kept",
+        text.len()
+    );
 }

@@ -40,6 +40,7 @@ async fn attempts(agent: &AgentComponent, task: serde_json::Value, n: usize) -> 
                 attempt: &rollout.attempt,
                 resources: None,
                 llm: llm.clone(),
+                llm_allowance: None,
                 recorder: &recorder,
                 trace_observer: None,
             })

@@ -56,6 +56,7 @@ async fn noop_attempts(agent: &AgentComponent, n: usize) -> (Duration, u64) {
                 attempt: &rollout.attempt,
                 resources: None,
                 llm: llm.clone(),
+                llm_allowance: None,
                 recorder: &recorder,
                 trace_observer: None,
             })

@@ -61,6 +61,7 @@ async fn main() -> Result<()> {
                 attempt: &rollout.attempt,
                 resources: Some(resources.clone()),
                 llm: llm.clone(),
+                llm_allowance: None,
                 recorder: &recorder,
                 trace_observer: None,
             })

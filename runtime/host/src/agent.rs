@@ -9,6 +9,7 @@ use crate::bindings::wit_mode;
 use crate::clocks::attempt_seed;
 use crate::failure::{Failure, MAX_REASON_BYTES, one_line};
 use crate::imports::reward::{final_reward, invalid_reward, record_final_reward};
+use crate::llm_allowance::LlmAllowance;
 use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
 use crate::sandbox::{InstanceContext, Sandbox, new_store};
@@ -29,6 +30,9 @@ pub struct AttemptRequest<'a> {
     /// The resources version the rollout runs with (`None`: it has none).
     pub resources: Option<Arc<ResourcesUpdate>>,
     pub llm: Arc<dyn LlmBackend>,
+    /// The attempt's LLM allowance when something else spends it too (the LLM proxy's
+    /// per-attempt capability); `None`: a fresh one from the agent's policy.
+    pub llm_allowance: Option<Arc<LlmAllowance>>,
     pub recorder: &'a SpanRecorder,
     /// Told when the attempt's trace opens and just before it closes (the runner's hooks).
     pub trace_observer: Option<&'a dyn TraceObserver>,
@@ -102,8 +106,11 @@ impl std::ops::Deref for AgentComponent {
     }
 }
 
-/// Extra time beyond the deadline before an attempt stuck in a host call is abandoned.
-const HOST_CALL_GRACE: Duration = Duration::from_secs(1);
+/// Extra time beyond the deadline before an attempt waiting in a host call (an LLM call, an HTTP
+/// response, a sleep) is abandoned and that call cancelled. Guest code running at the deadline is
+/// stopped by epoch interruption first (within a tick); this bounds every other wait, so an
+/// attempt ends within its deadline plus this, whatever it waits on.
+const HOST_CALL_GRACE: Duration = Duration::from_millis(250);
 
 impl AgentComponent {
     pub(crate) fn new(pre: AgentPre<HostState>, loaded: Loaded) -> Self {
@@ -142,6 +149,7 @@ impl AgentComponent {
             start: Duration::try_from_secs_f64(attempt.start_time).unwrap_or_default(),
             seed,
             llm: request.llm,
+            llm_allowance: request.llm_allowance,
         };
         let sandbox = match Sandbox::prepare(&self.policy, &instance) {
             Ok(sandbox) => sandbox,
@@ -165,6 +173,11 @@ impl AgentComponent {
         };
         let (stdout_pipe, stderr_pipe) = (sandbox.wasi.stdout.clone(), sandbox.wasi.stderr.clone());
         let world = AttemptState::new(trace, request.resources);
+        // Measured from before the store exists: its epoch deadline starts there too.
+        let now = tokio::time::Instant::now();
+        let abandon_at = now
+            .checked_add(self.policy.limits.deadline.saturating_add(HOST_CALL_GRACE))
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
         let (mut store, attached) = new_store(self.pre.engine(), &self.policy, sandbox, world);
 
         let ctx = RolloutContext {
@@ -175,11 +188,11 @@ impl AgentComponent {
             resources_id: rollout.resources_id.clone(),
         };
         let task_json = rollout.input.to_string();
-        let limit = self.policy.limits.deadline + self.policy.llm.timeout + HOST_CALL_GRACE;
         let result: Result<Option<f64>, Failure> = match attached {
             Err(e) => Err(plain_failure(format!("{e:#}"))),
             Ok(()) => {
-                match tokio::time::timeout(limit, self.instantiate_and_call(&mut store, &ctx, &task_json)).await {
+                match tokio::time::timeout_at(abandon_at, self.instantiate_and_call(&mut store, &ctx, &task_json)).await
+                {
                     Err(_) => Err(plain_failure(format!(
                         "deadline of {:?} exceeded while the agent waited in a host call",
                         self.policy.limits.deadline
@@ -230,8 +243,8 @@ impl AgentComponent {
         } = state;
         let memory_bytes = limits.granted_bytes();
         trace.annotate_root(vec![
-            KeyValue::new(names::LLM_CALLS, i64::from(llm.calls)),
-            KeyValue::new(names::LLM_TOKENS, i64::try_from(llm.tokens).unwrap_or(i64::MAX)),
+            KeyValue::new(names::LLM_CALLS, i64::from(llm.calls())),
+            KeyValue::new(names::LLM_TOKENS, i64::try_from(llm.tokens()).unwrap_or(i64::MAX)),
             KeyValue::new(names::MEMORY_BYTES, i64::try_from(memory_bytes).unwrap_or(i64::MAX)),
         ]);
         let spans_dropped = trace.dropped().spans;
@@ -262,8 +275,8 @@ impl AgentComponent {
             status,
             failure,
             reward,
-            llm_calls: llm.calls,
-            llm_tokens: llm.tokens,
+            llm_calls: llm.calls(),
+            llm_tokens: llm.tokens(),
             stdout,
             stderr,
             elapsed: started.elapsed(),

@@ -44,6 +44,12 @@ pub enum ProxyError {
     /// The store failed (recording, or looking the rollout up).
     #[error("store: {0}")]
     Store(String),
+    /// The attempt the call names has ended: its spans are final.
+    #[error("{0}")]
+    Ended(String),
+    /// An agent's call its LLM policy does not allow (model, budget, size).
+    #[error("refused by the attempt's LLM policy: {0}")]
+    Refused(agl_wasm::LlmRefusal),
 }
 
 impl ProxyError {
@@ -59,6 +65,9 @@ impl ProxyError {
             Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Ended(_) => StatusCode::CONFLICT,
+            Self::Refused(agl_wasm::LlmRefusal::InvalidRequest(_)) => StatusCode::BAD_REQUEST,
+            Self::Refused(_) => StatusCode::FORBIDDEN,
         }
     }
 
@@ -71,6 +80,10 @@ impl ProxyError {
             Self::Upstream { .. } | Self::BadGateway(_) => "upstream_error",
             Self::GatewayTimeout(_) => "timeout",
             Self::Store(_) => "server_error",
+            Self::Ended(_) => "invalid_request_error",
+            Self::Refused(agl_wasm::LlmRefusal::ModelNotAllowed(_)) => "model_not_allowed",
+            Self::Refused(agl_wasm::LlmRefusal::BudgetExceeded(_)) => "budget_exceeded",
+            Self::Refused(agl_wasm::LlmRefusal::InvalidRequest(_)) => "invalid_request_error",
         }
     }
 

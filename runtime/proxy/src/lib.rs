@@ -10,6 +10,7 @@
 //! token), nor which backends exist (the binary builds the [`Upstream`]s from its flags).
 
 mod error;
+mod grants;
 mod pause;
 mod record;
 mod routes;
@@ -17,6 +18,7 @@ mod stream;
 mod upstream;
 
 pub use error::ProxyError;
+pub use grants::{AttemptGrant, GrantAnswer, GrantError, GrantGuard, GrantRequest, Grants, LlmLimits};
 pub use pause::{DEFAULT_RETRY_AFTER_SECONDS, PauseRequest, PauseState};
 pub use record::{HTTP_STATUS, PROXY_MODE, PROXY_RETRIES, PROXY_STREAM, PROXY_UPSTREAM};
 pub use upstream::{Upstream, UpstreamError, Upstreams};
@@ -79,13 +81,34 @@ impl Proxy {
                 store,
                 config,
                 pause: pause::Pause::default(),
+                grants: Grants::default(),
+                agent_port: std::sync::OnceLock::new(),
             }),
         }
     }
 
-    /// The proxy's routes, to mount beside the store's (`agl_server::serve_with`).
+    /// The operator's routes (calls outside any attempt, or naming one by its ids; the pause
+    /// switch), to mount beside the store's under its token (`agl_server::serve_with`), or on
+    /// the proxy's own listener under a token of its own. Never for agents.
     pub fn router(&self) -> axum::Router {
         routes::router(self.shared.clone())
+    }
+
+    /// The sandboxed agents' routes: LLM calls through a live per-attempt capability
+    /// ([`Self::grants`]), nothing else. Served without a token: the capability is the key.
+    pub fn agent_router(&self) -> axum::Router {
+        routes::agent_router(self.shared.clone())
+    }
+
+    /// The per-attempt capabilities runners issue for the agents they run.
+    pub fn grants(&self) -> &Grants {
+        &self.shared.grants
+    }
+
+    /// Says which port serves [`Self::agent_router`] (told to runners of other processes with
+    /// each grant); the first call wins.
+    pub fn set_agent_port(&self, port: u16) {
+        let _ = self.shared.agent_port.set(port);
     }
 
     /// New calls are answered 429 with `Retry-After: retry_after_seconds` until [`Self::resume`].

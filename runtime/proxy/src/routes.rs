@@ -6,9 +6,10 @@
 
 use crate::ProxyConfig;
 use crate::error::ProxyError;
+use crate::grants::{AttemptGrant, GrantAnswer, GrantRequest, Grants};
 use crate::pause::{InFlight, Pause, PauseRequest};
 use crate::record::{CallRecord, Outcome, now, write};
-use crate::stream::{Assembler, ChannelBody, DONE, EventSplitter, event_data, events_of};
+use crate::stream::{Assembler, ChannelBody, DONE, EventSplitter, MAX_EVENT_BYTES, event_data, events_of};
 use crate::upstream::{HttpUpstream, Upstream, read_body};
 use agl_llm::openai_json::{chat_request, chat_response, response_body};
 use agl_llm::{ChatRequest, ChatResponse, LlmError};
@@ -33,11 +34,20 @@ pub(crate) struct Shared {
     pub store: Arc<dyn LightningStore>,
     pub config: ProxyConfig,
     pub pause: Pause,
+    /// The per-attempt capabilities of sandboxed agents.
+    pub grants: Grants,
+    /// The port of the listener serving [`agent_router`], once bound (told to runners).
+    pub agent_port: std::sync::OnceLock<u16>,
 }
 
+const ATTEMPT: &str = "/rollout/{rollout_id}/attempt/{attempt_id}";
+const ATTEMPT_MODE: &str = "/proxy/rollout/{rollout_id}/attempt/{attempt_id}/mode/{mode}/openai";
+/// Where a capability's calls go: its secret, then the OpenAI API.
+const CAPABILITY: &str = "/agent/{secret}";
+
+/// The operator's routes: calls outside any attempt or naming one by its ids, and the pause
+/// switch. For a trusted client (the store's token, or the proxy's own).
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    const ATTEMPT: &str = "/rollout/{rollout_id}/attempt/{attempt_id}";
-    const ATTEMPT_MODE: &str = "/proxy/rollout/{rollout_id}/attempt/{attempt_id}/mode/{mode}/openai";
     Router::new()
         .route("/v1/chat/completions", post(plain))
         .route("/v1/models", get(models))
@@ -48,7 +58,133 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/proxy/pause", post(pause))
         .route("/proxy/resume", post(resume))
         .route("/proxy/state", get(state))
+        .route("/proxy/grants", post(issue_grant))
+        .route("/proxy/grants/{secret}", axum::routing::delete(revoke_grant))
         .with_state(shared)
+}
+
+/// `POST /proxy/grants`: a runner in another process asks for its attempt's capability.
+async fn issue_grant(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let request: GrantRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return ProxyError::BadRequest(format!(
+                "a grant is {{\"rollout_id\", \"attempt_id\", \"llm\": {{...the attempt's LLM limits}}}}: {e}"
+            ))
+            .into_response();
+        }
+    };
+    if let Err(error) = attempt_status(shared.store.as_ref(), &request.rollout_id, &request.attempt_id).await {
+        return error.into_response();
+    }
+    let allowance = Arc::new(agl_wasm::LlmAllowance::new(&request.llm.policy()));
+    match shared
+        .grants
+        .issue_detached(&request.rollout_id, &request.attempt_id, allowance)
+    {
+        Ok(secret) => (
+            StatusCode::CREATED,
+            axum::Json(GrantAnswer {
+                path: format!("/agent/{secret}/v1"),
+                capability: secret,
+                port: shared.agent_port.get().copied(),
+            }),
+        )
+            .into_response(),
+        Err(e) => ProxyError::Store(e.to_string()).into_response(),
+    }
+}
+
+/// `DELETE /proxy/grants/{secret}`: the attempt ended.
+async fn revoke_grant(State(shared): State<Arc<Shared>>, Path(secret): Path<String>) -> Response {
+    if shared.grants.revoke(&secret) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        ProxyError::NotFound("no such LLM proxy capability".into()).into_response()
+    }
+}
+
+/// A sandboxed agent's routes: only through a live capability, `{CAPABILITY}/v1/...`, and the
+/// same with Agent-lightning's `ProxyLLM.get_base_url` applied to it (the ids must be the
+/// capability's own).
+pub(crate) fn agent_router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(&format!("{CAPABILITY}/v1/chat/completions"), post(granted))
+        .route(&format!("{CAPABILITY}/v1/models"), get(granted_models))
+        .route(
+            &format!("{CAPABILITY}{ATTEMPT}/v1/chat/completions"),
+            post(granted_attempt),
+        )
+        .route(&format!("{CAPABILITY}{ATTEMPT}/v1/models"), get(granted_attempt_models))
+        .with_state(shared)
+}
+
+/// The live grant with `secret`; a revoked or unknown one is a 404 that says no more.
+fn grant_of(shared: &Shared, secret: &str) -> Result<Arc<AttemptGrant>, ProxyError> {
+    shared
+        .grants
+        .get(secret)
+        .ok_or_else(|| ProxyError::NotFound("no such LLM proxy capability (it ended with its attempt)".into()))
+}
+
+/// A capability's route for its own attempt.
+fn granted_route(grant: Arc<AttemptGrant>) -> Route {
+    Route {
+        rollout_id: grant.rollout_id.clone(),
+        attempt_id: grant.attempt_id.clone(),
+        mode: None,
+        grant: Some(grant),
+    }
+}
+
+async fn granted(State(shared): State<Arc<Shared>>, Path(secret): Path<String>, request: Request) -> Response {
+    let route = match grant_of(&shared, &secret) {
+        Ok(grant) => granted_route(grant),
+        Err(error) => return error.into_response(),
+    };
+    answer_granted(shared, secret, route, request).await
+}
+
+/// A capability's call; a capability whose attempt has ended is revoked on the way.
+async fn answer_granted(shared: Arc<Shared>, secret: String, route: Route, request: Request) -> Response {
+    match answer(shared.clone(), Some(route), request).await {
+        Ok(response) => response,
+        Err(error) => {
+            if matches!(error, ProxyError::Ended(_)) {
+                shared.grants.revoke(&secret);
+            }
+            error.into_response()
+        }
+    }
+}
+
+async fn granted_attempt(
+    State(shared): State<Arc<Shared>>,
+    Path((secret, rollout_id, attempt_id)): Path<(String, String, String)>,
+    request: Request,
+) -> Response {
+    let route = match grant_of(&shared, &secret) {
+        Ok(grant) if grant.rollout_id == rollout_id && grant.attempt_id == attempt_id => granted_route(grant),
+        Ok(_) => {
+            return ProxyError::NotFound("this capability is another attempt's".into()).into_response();
+        }
+        Err(error) => return error.into_response(),
+    };
+    answer_granted(shared, secret, route, request).await
+}
+
+async fn granted_models(State(shared): State<Arc<Shared>>, Path(secret): Path<String>) -> Response {
+    match grant_of(&shared, &secret) {
+        Ok(_) => models(State(shared)).await,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn granted_attempt_models(
+    State(shared): State<Arc<Shared>>,
+    Path((secret, _, _)): Path<(String, String, String)>,
+) -> Response {
+    granted_models(State(shared), Path(secret)).await
 }
 
 /// The attempt a route names, and the mode when the route says it.
@@ -56,6 +192,8 @@ struct Route {
     rollout_id: String,
     attempt_id: String,
     mode: Option<String>,
+    /// The capability the call came through (an agent's), whose allowance admits it.
+    grant: Option<Arc<AttemptGrant>>,
 }
 
 async fn plain(State(shared): State<Arc<Shared>>, request: Request) -> Response {
@@ -73,6 +211,7 @@ async fn attempt(
         rollout_id,
         attempt_id,
         mode: None,
+        grant: None,
     };
     answer(shared, Some(route), request)
         .await
@@ -91,6 +230,7 @@ async fn attempt_in_mode(
         rollout_id,
         attempt_id,
         mode: Some(mode),
+        grant: None,
     };
     answer(shared, Some(route), request)
         .await
@@ -145,11 +285,16 @@ struct Call {
     record: Option<CallRecord>,
     /// The request as this crate's types read it, or why it could not be read.
     request: Result<ChatRequest, String>,
+    /// The capability it came through: charged the answer's tokens.
+    grant: Option<Arc<AttemptGrant>>,
     _inflight: InFlight,
 }
 
 impl Call {
     async fn answered(&self, response: &ChatResponse, retries: u32) {
+        if let Some(grant) = &self.grant {
+            grant.allowance.charge(&response.usage);
+        }
         if let Some(record) = &self.record {
             let outcome = Outcome::Answered { response, retries };
             let span = record.span(self.request.as_ref().ok(), outcome, self.shared.config.attribute_cap);
@@ -159,6 +304,9 @@ impl Call {
     }
 
     async fn failed(&self, why: String, status: u16, partial: Option<&ChatResponse>) {
+        if let (Some(grant), Some(partial)) = (&self.grant, partial) {
+            grant.allowance.charge(&partial.usage);
+        }
         if let Some(record) = &self.record {
             let span = record.span(
                 self.request.as_ref().ok(),
@@ -189,6 +337,49 @@ fn store_error(error: StoreError) -> ProxyError {
     }
 }
 
+/// The attempt's status, found in the rollout `view` (its latest attempt) or among its attempts;
+/// an error when there is no such attempt or it has ended (its spans and triplets are final).
+async fn running(
+    view: &agl_store::RolloutView,
+    store: &dyn LightningStore,
+    attempt_id: &str,
+) -> Result<(), ProxyError> {
+    let rollout_id = view.rollout.rollout_id.as_str();
+    let status = match view.attempt.as_ref().filter(|a| a.attempt_id == attempt_id) {
+        Some(latest) => latest.status,
+        None => store
+            .query_attempts(rollout_id, &AttemptQuery::default())
+            .await
+            .map_err(store_error)?
+            .items
+            .iter()
+            .find(|a| a.attempt_id == attempt_id)
+            .map(|a| a.status)
+            .ok_or_else(|| {
+                ProxyError::NotFound(format!(
+                    "attempt {attempt_id} is not an attempt of rollout {rollout_id}"
+                ))
+            })?,
+    };
+    if status.has_ended() {
+        return Err(ProxyError::Ended(format!(
+            "attempt {attempt_id} of rollout {rollout_id} has ended ({})",
+            status.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// [`running`] by ids.
+async fn attempt_status(store: &dyn LightningStore, rollout_id: &str, attempt_id: &str) -> Result<(), ProxyError> {
+    let view = store
+        .get_rollout_by_id(rollout_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ProxyError::NotFound(format!("rollout {rollout_id} is not in the store")))?;
+    running(&view, store, attempt_id).await
+}
+
 /// The rollout and attempt of `route` (404 when the store has neither), their mode, the model
 /// their resources name, and the span's sequence id.
 async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, ProxyError> {
@@ -198,18 +389,7 @@ async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, Pr
         .await
         .map_err(store_error)?
         .ok_or_else(|| ProxyError::NotFound(format!("rollout {rollout_id} is not in the store")))?;
-    let latest = view.attempt.as_ref().is_some_and(|a| a.attempt_id == attempt_id);
-    if !latest {
-        let attempts = store
-            .query_attempts(rollout_id, &AttemptQuery::default())
-            .await
-            .map_err(store_error)?;
-        if !attempts.items.iter().any(|a| a.attempt_id == attempt_id) {
-            return Err(ProxyError::NotFound(format!(
-                "attempt {attempt_id} is not an attempt of rollout {rollout_id}"
-            )));
-        }
-    }
+    running(&view, store, attempt_id).await?;
     let resources = match &view.rollout.resources_id {
         Some(id) => store.get_resources_by_id(id).await,
         None => store.get_latest_resources().await,
@@ -243,9 +423,8 @@ async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, Pr
     })
 }
 
-/// The request's body, within the size and time bounds.
-async fn read_request(request: Request, config: &ProxyConfig) -> Result<Bytes, ProxyError> {
-    let limit = config.max_body_bytes;
+/// The request's body, within `limit` bytes and `timeout`.
+async fn read_request(request: Request, limit: usize, timeout: Duration) -> Result<Bytes, ProxyError> {
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -254,13 +433,8 @@ async fn read_request(request: Request, config: &ProxyConfig) -> Result<Bytes, P
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ProxyError::TooLarge(limit));
     }
-    match tokio::time::timeout(
-        config.body_read_timeout,
-        axum::body::to_bytes(request.into_body(), limit),
-    )
-    .await
-    {
-        Err(_) => Err(ProxyError::BodyTimeout(config.body_read_timeout)),
+    match tokio::time::timeout(timeout, axum::body::to_bytes(request.into_body(), limit)).await {
+        Err(_) => Err(ProxyError::BodyTimeout(timeout)),
         Ok(Err(error)) if error.to_string().contains("length limit") => Err(ProxyError::TooLarge(limit)),
         Ok(Err(error)) => Err(ProxyError::BadRequest(format!("reading the body failed: {error}"))),
         Ok(Ok(body)) => Ok(body),
@@ -323,11 +497,24 @@ fn prepare(body: &mut Value, target: Option<&Target>, config: &ProxyConfig, upst
 async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> Result<Response, ProxyError> {
     let inflight = shared.pause.enter()?;
     let started = now();
-    let raw = read_request(request, &shared.config).await?;
+    let grant = route.as_ref().and_then(|r| r.grant.clone());
+    let limit = match &grant {
+        Some(grant) => usize::try_from(grant.allowance.max_body_bytes())
+            .unwrap_or(usize::MAX)
+            .min(shared.config.max_body_bytes),
+        None => shared.config.max_body_bytes,
+    };
+    let raw = read_request(request, limit, shared.config.body_read_timeout).await?;
     let mut body: Value =
         serde_json::from_slice(&raw).map_err(|e| ProxyError::BadRequest(format!("the body is not JSON: {e}")))?;
+    drop(raw);
     if !body.is_object() {
         return Err(ProxyError::BadRequest("the body is not a JSON object".into()));
+    }
+    if grant.is_some() && body.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
+        return Err(ProxyError::BadRequest(
+            "`n` other than 1 is not allowed through an agent's capability (one choice per call)".into(),
+        ));
     }
     let target = match &route {
         Some(route) => Some(resolve(shared.store.as_ref(), route).await?),
@@ -353,12 +540,39 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
         }),
         _ => None,
     };
-    let call = Call {
+    let mut call = Call {
         request: chat_request(&body),
         shared,
         record,
+        grant,
         _inflight: inflight,
     };
+    if let Some(grant) = call.grant.clone() {
+        // The attempt's own LLM policy, as its `llm` import applies it: the default model is
+        // the one the operator's resources name, else the upstream's.
+        let default_model = target
+            .as_ref()
+            .and_then(|t| t.model.as_deref())
+            .unwrap_or_else(|| upstream.default_model());
+        let admitted = match &call.request {
+            Ok(request) => {
+                let mut request = request.clone();
+                request.model = Some(model.clone());
+                grant
+                    .allowance
+                    .admit(&request, default_model)
+                    .map_err(ProxyError::Refused)
+            }
+            Err(why) => Err(ProxyError::BadRequest(format!("not a chat request: {why}"))),
+        };
+        if let Err(error) = admitted {
+            if !grant.record_refusal() {
+                call.record = None;
+            }
+            call.failed(error.describe(), error.status().as_u16(), None).await;
+            return Err(error);
+        }
+    }
     let result = match &upstream {
         Upstream::Http(http) => forward(&call, http, body, stream, &model).await,
         Upstream::Backend(backend) => ask_backend(&call, backend.as_ref(), stream, asks_usage(&body), &model).await,
@@ -506,7 +720,7 @@ impl Pump {
 
     async fn run(mut self, call: Call, tx: mpsc::Sender<Bytes>) {
         let mut splitter = EventSplitter::default();
-        let mut assembler = Assembler::default();
+        let mut assembler = Assembler::new(call.shared.config.attribute_cap);
         let mut done: Option<Vec<u8>> = None;
         let failure = 'read: loop {
             let chunk = match tokio::time::timeout(self.timeout, self.response.chunk()).await {
@@ -515,7 +729,12 @@ impl Pump {
                 Ok(Ok(None)) => break 'read None,
                 Ok(Ok(Some(chunk))) => chunk,
             };
-            for event in splitter.push(&chunk) {
+            let Ok(events) = splitter.push(&chunk) else {
+                break 'read Some(format!(
+                    "the upstream's stream sent an event longer than {MAX_EVENT_BYTES} bytes"
+                ));
+            };
+            for event in events {
                 let pass = match event_data(&event).as_deref() {
                     Some(DONE) => {
                         // Held back until the span is written: a client that has read the whole

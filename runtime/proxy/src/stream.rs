@@ -31,26 +31,42 @@ impl Body for ChannelBody {
     }
 }
 
+/// The longest event passed on (an upstream's chunk with a long prompt's token ids fits): a
+/// stream whose event grows past it is broken off rather than held in memory.
+pub(crate) const MAX_EVENT_BYTES: usize = 4 << 20;
+
 /// Cuts a byte stream into server-sent events (each ended by a blank line).
 #[derive(Default)]
 pub(crate) struct EventSplitter {
     pending: Vec<u8>,
+    /// How far `pending` is known to hold no blank line (less 3 bytes: one may straddle).
+    scanned: usize,
 }
+
+/// An event grew past [`MAX_EVENT_BYTES`] without its blank line.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct EventTooLong;
 
 impl EventSplitter {
     /// Adds `chunk`; returns the events it completed, each with its blank line.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<Vec<u8>> {
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Vec<u8>>, EventTooLong> {
         self.pending.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some((end, len)) = event_end(&self.pending) {
-            let rest = self.pending.split_off(end + len);
+        while let Some((end, len)) = event_end(&self.pending[self.scanned..]) {
+            let rest = self.pending.split_off(self.scanned + end + len);
             events.push(std::mem::replace(&mut self.pending, rest));
+            self.scanned = 0;
         }
-        events
+        if self.pending.len() > MAX_EVENT_BYTES {
+            return Err(EventTooLong);
+        }
+        self.scanned = self.pending.len().saturating_sub(3);
+        Ok(events)
     }
 
     /// What is left when the stream ends (an event without its blank line), if anything.
     pub fn rest(&mut self) -> Option<Vec<u8>> {
+        self.scanned = 0;
         let rest = std::mem::take(&mut self.pending);
         (!rest.iter().all(u8::is_ascii_whitespace)).then_some(rest)
     }
@@ -85,9 +101,35 @@ struct PartialCall {
     arguments: String,
 }
 
-/// The completion put back together from a stream's chunks (the first choice's).
+/// Tool calls of one answer kept for its span.
+const MAX_TOOL_CALLS: usize = 128;
+/// Token ids (prompt or response) kept for the span.
+const MAX_TOKEN_IDS: usize = 1 << 20;
+/// Bytes of the chunks whose logprobs are kept for the span.
+const MAX_LOGPROB_BYTES: usize = 16 << 20;
+
+/// `text` appended to `to`, which is not let grow past `cap` bytes (cut at a char boundary).
+fn push_capped(to: &mut String, text: &str, cap: usize) {
+    let room = cap.saturating_sub(to.len());
+    if room >= text.len() {
+        to.push_str(text);
+    } else {
+        let mut cut = room;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        to.push_str(&text[..cut]);
+    }
+}
+
+/// The completion put back together from a stream's chunks (the first choice's), keeping what
+/// its span keeps and no more: each text (the answer, a tool call's name and arguments) up to
+/// the span's attribute cap, so a stream's memory stays bounded whatever its length.
 #[derive(Default)]
 pub(crate) struct Assembler {
+    /// Bytes kept of each text; 0 counts as unbounded (tests).
+    text_cap: usize,
+    logprob_bytes: usize,
     id: Option<String>,
     model: Option<String>,
     content: String,
@@ -114,6 +156,18 @@ fn count(value: Option<&Value>) -> u32 {
 }
 
 impl Assembler {
+    /// Keeps up to `text_cap` bytes of each text.
+    pub fn new(text_cap: usize) -> Self {
+        Self {
+            text_cap,
+            ..Self::default()
+        }
+    }
+
+    fn cap(&self) -> usize {
+        if self.text_cap == 0 { usize::MAX } else { self.text_cap }
+    }
+
     /// Reads one chunk (an event's data). Returns `true` when it is a usage-only chunk (no
     /// choices), which the proxy drops when it asked for usage on the client's behalf.
     pub fn feed(&mut self, data: &str) -> bool {
@@ -132,7 +186,8 @@ impl Assembler {
                 output_tokens: count(usage.get("completion_tokens")),
             });
         }
-        if let Some(prompt) = ids(chunk.get("prompt_token_ids")) {
+        if let Some(mut prompt) = ids(chunk.get("prompt_token_ids")) {
+            prompt.truncate(MAX_TOKEN_IDS);
             self.prompt_token_ids.get_or_insert(prompt);
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
@@ -145,35 +200,45 @@ impl Assembler {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_owned());
         }
-        if let Some(prompt) = ids(choice.get("prompt_token_ids")) {
+        if let Some(mut prompt) = ids(choice.get("prompt_token_ids")) {
+            prompt.truncate(MAX_TOKEN_IDS);
             self.prompt_token_ids.get_or_insert(prompt);
         }
         if let Some(tokens) = ids(choice.get("token_ids")) {
-            self.response_token_ids.extend(tokens);
+            let room = MAX_TOKEN_IDS.saturating_sub(self.response_token_ids.len());
+            self.response_token_ids.extend(tokens.into_iter().take(room));
         }
         if let Some(content) = choice
             .get("logprobs")
             .and_then(|l| l.get("content"))
             .and_then(Value::as_array)
+            && self.logprob_bytes.saturating_add(data.len()) <= MAX_LOGPROB_BYTES
         {
+            self.logprob_bytes += data.len();
             self.logprobs.extend(content.iter().cloned());
         }
         let Some(delta) = choice.get("delta") else { return false };
+        let cap = self.cap();
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
-            self.content.push_str(text);
+            push_capped(&mut self.content, text, cap);
         }
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            if !self.calls.contains_key(&index) && self.calls.len() >= MAX_TOOL_CALLS {
+                continue;
+            }
             let partial = self.calls.entry(index).or_default();
             if let Some(id) = call.get("id").and_then(Value::as_str) {
-                partial.id = Some(id.to_owned());
+                let mut kept = String::new();
+                push_capped(&mut kept, id, cap);
+                partial.id = Some(kept);
             }
             if let Some(function) = call.get("function") {
                 if let Some(name) = function.get("name").and_then(Value::as_str) {
-                    partial.name.push_str(name);
+                    push_capped(&mut partial.name, name, cap);
                 }
                 if let Some(arguments) = function.get("arguments").and_then(Value::as_str) {
-                    partial.arguments.push_str(arguments);
+                    push_capped(&mut partial.arguments, arguments, cap);
                 }
             }
         }
@@ -251,7 +316,10 @@ mod tests {
         let stream = b"data: {\"a\":1}\n\ndata: {\"b\":2}\r\n\r\n: comment\n\ndata: [DONE]\n\n";
         for size in [1, 3, 7, stream.len()] {
             let mut splitter = EventSplitter::default();
-            let events: Vec<Vec<u8>> = stream.chunks(size).flat_map(|c| splitter.push(c)).collect();
+            let events: Vec<Vec<u8>> = stream
+                .chunks(size)
+                .flat_map(|c| splitter.push(c).expect("short events"))
+                .collect();
             let data: Vec<Option<String>> = events.iter().map(|e| event_data(e)).collect();
             assert_eq!(
                 data,
@@ -265,6 +333,44 @@ mod tests {
             );
             assert!(splitter.rest().is_none());
         }
+    }
+
+    #[test]
+    fn an_event_without_end_is_refused_past_its_bound() {
+        let mut splitter = EventSplitter::default();
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut pushed = 0;
+        let refused = loop {
+            match splitter.push(&chunk) {
+                Ok(events) => assert!(events.is_empty()),
+                Err(refused) => break refused,
+            }
+            pushed += chunk.len();
+            assert!(pushed <= MAX_EVENT_BYTES, "still held past the bound");
+        };
+        assert_eq!(refused, EventTooLong);
+    }
+
+    #[test]
+    fn a_long_stream_keeps_only_what_its_span_keeps() {
+        let mut assembler = Assembler::new(1000);
+        let delta = json!({"choices": [{"index": 0, "delta": {"content": "é".repeat(300),
+            "tool_calls": [{"index": 0, "function": {"name": "f", "arguments": "a".repeat(700)}}]}}]})
+        .to_string();
+        for _ in 0..10_000 {
+            assembler.feed(&delta);
+        }
+        let extra = json!({"choices": [{"index": 0, "delta": {"tool_calls":
+            (1..500).map(|i| json!({"index": i, "function": {"name": "g", "arguments": "{}"}})).collect::<Vec<_>>()}}]});
+        assembler.feed(&extra.to_string());
+        let response = assembler.finish("m");
+        assert!(
+            response.content.len() <= 1000 && response.content.len() >= 998,
+            "{}",
+            response.content.len()
+        );
+        assert_eq!(response.tool_calls[0].arguments.len(), 1000);
+        assert_eq!(response.tool_calls.len(), MAX_TOOL_CALLS);
     }
 
     #[test]

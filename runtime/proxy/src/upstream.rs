@@ -81,7 +81,7 @@ impl Upstream {
     /// For logs and spans: the server's API root or the backend's name (never a key).
     pub fn describe(&self) -> String {
         match self {
-            Upstream::Http(http) => format!("openai-compatible {}", http.config.base_url),
+            Upstream::Http(http) => format!("openai-compatible {}", agl_llm::shown_url(&http.config.base_url)),
             Upstream::Backend(backend) => backend.describe(),
         }
     }
@@ -113,6 +113,11 @@ impl Upstreams {
                 let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
                     (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
                 });
+                // FNV-1a's low bits are only the parity of the bytes' (two upstreams: ids made
+                // together, which share most digits, often went to one): mixed as MurmurHash3's
+                // finaliser does.
+                let hash = (hash ^ (hash >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+                let hash = hash ^ (hash >> 33);
                 // The remainder is below `count`, a usize.
                 usize::try_from(hash % count as u64).unwrap_or(0)
             }
@@ -224,7 +229,7 @@ impl HttpUpstream {
 
 /// The whole body of `response`, within `timeout`.
 pub(crate) async fn read_body(response: reqwest::Response, timeout: Duration) -> Result<Bytes, ProxyError> {
-    match tokio::time::timeout(timeout, response.bytes()).await {
+    match tokio::time::timeout(timeout, read_bounded(response)).await {
         Err(_) => Err(ProxyError::GatewayTimeout(format!(
             "the upstream's answer did not arrive within {timeout:?}"
         ))),
@@ -232,8 +237,29 @@ pub(crate) async fn read_body(response: reqwest::Response, timeout: Duration) ->
             "reading the upstream's answer failed: {}",
             agl_llm::openai_json::error_chain(&error)
         ))),
-        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Ok(None)) => Err(ProxyError::BadGateway(format!(
+            "the upstream's answer is longer than {MAX_ANSWER_BYTES} bytes"
+        ))),
+        Ok(Ok(Some(bytes))) => Ok(bytes),
     }
+}
+
+/// The longest whole (not streamed) answer read from an upstream.
+const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// The answer's body, or `None` once it passes [`MAX_ANSWER_BYTES`].
+async fn read_bounded(mut response: reqwest::Response) -> Result<Option<Bytes>, reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(Bytes::from(body)))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! - [`ReplayStore`], [`abandon_running_attempts`]: resuming a kept run.
 
 mod hooks;
+mod llm_capability;
 mod replay;
 mod report;
 mod runner;
@@ -21,6 +22,7 @@ mod strategy;
 mod trainer;
 
 pub use hooks::{Hook, HookContext};
+pub use llm_capability::{IssuedCapability, ProxyCapabilities};
 pub use replay::{ABANDONED_REASON, ReplayCounts, ReplayStore, abandon_running_attempts};
 pub use report::{FailedRollout, FailureReason, RunReport, SplitReport};
 pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions, liveness_default};

@@ -7,6 +7,7 @@
 //! runner: every failure ends its attempt. Starting and stopping N runners is strategy.rs's.
 
 use crate::hooks::{Hook, Hooks};
+use crate::llm_capability::{self, IssuedCapability, ProxyCapabilities};
 use crate::shutdown::Shutdown;
 use agl_llm::LlmBackend;
 use agl_store::{
@@ -15,7 +16,7 @@ use agl_store::{
     WorkerUpdate,
 };
 use agl_wasm::algorithm::ATTEMPT_FAILURE_KEY;
-use agl_wasm::{AgentComponent, AttemptOutcome, AttemptRequest, SpanRecorder};
+use agl_wasm::{AgentComponent, AttemptOutcome, AttemptRequest, LlmAllowance, SpanRecorder};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -107,6 +108,8 @@ pub struct Runner {
     counters: Arc<RunnerCounters>,
     /// The attempt running now, for its heartbeats.
     current: Arc<parking_lot::Mutex<Option<Running>>>,
+    /// The LLM proxy whose per-attempt capabilities the agents get, if any.
+    proxy: Option<Arc<dyn ProxyCapabilities>>,
 }
 
 /// The attempt a runner is running, as its heartbeats name it.
@@ -140,7 +143,15 @@ impl Runner {
             options: RunnerOptions::default(),
             counters: Arc::default(),
             current: Arc::default(),
+            proxy: None,
         }
+    }
+
+    /// Agents reach `proxy` only through a capability of their own attempt, handed to them in
+    /// their `proxy_llm` resources.
+    pub fn with_proxy(mut self, proxy: Option<Arc<dyn ProxyCapabilities>>) -> Self {
+        self.proxy = proxy;
+        self
     }
 
     /// Hooks called around every rollout, in this order.
@@ -243,6 +254,33 @@ impl Runner {
         Ok(found.map(Arc::new))
     }
 
+    /// The attempt's capability of the LLM proxy, when its resources have a `proxy_llm` one: the
+    /// resources the agent sees (pointed at the capability) and the capability, alive until
+    /// dropped.
+    async fn with_capability(
+        &self,
+        rollout: &AttemptedRollout,
+        resources: Option<Arc<ResourcesUpdate>>,
+        allowance: &Arc<LlmAllowance>,
+    ) -> Result<(Option<Arc<ResourcesUpdate>>, Option<IssuedCapability>), String> {
+        let (Some(proxy), Some(found)) = (&self.proxy, &resources) else {
+            return Ok((resources, None));
+        };
+        if !llm_capability::has_proxy_llm(found) {
+            return Ok((resources, None));
+        }
+        let (r, a) = (&rollout.rollout, &rollout.attempt);
+        let Some(issued) = proxy
+            .issue(&r.rollout_id, &a.attempt_id, allowance.clone())
+            .await
+            .map_err(|e| format!("cannot give the attempt its LLM proxy capability: {e}"))?
+        else {
+            return Ok((resources, None));
+        };
+        let seen = llm_capability::pointed_at_capability(found, &issued.endpoint);
+        Ok((Some(Arc::new(seen)), Some(issued)))
+    }
+
     /// Runs one attempt to its end and finalizes it in the store.
     async fn execute(&self, rollout: &AttemptedRollout) -> AttemptOutcome {
         let (r, a) = (&rollout.rollout, &rollout.attempt);
@@ -253,7 +291,17 @@ impl Runner {
             store_clock_offset: if offset.is_finite() { offset } else { 0.0 },
         });
         self.apply_liveness_default(rollout).await;
-        let resources = self.resources_for(rollout).await;
+        // One LLM allowance for the attempt, whichever way its agent calls (its `llm` import or
+        // the proxy's capability).
+        let allowance = Arc::new(LlmAllowance::new(&self.agent.policy().llm));
+        let prepared = match self.resources_for(rollout).await {
+            Ok(resources) => self.with_capability(rollout, resources, &allowance).await,
+            Err(reason) => Err(reason),
+        };
+        let (resources, capability) = match prepared {
+            Ok((resources, capability)) => (Ok(resources), capability),
+            Err(reason) => (Err(reason), None),
+        };
         tracing::debug!(worker = %self.worker_id, rollout = %r.rollout_id, attempt = %a.attempt_id, "attempt started");
         self.hooks.rollout_start(r, a);
         let outcome = match resources {
@@ -264,6 +312,7 @@ impl Runner {
                         attempt: a,
                         resources,
                         llm: self.llm.clone(),
+                        llm_allowance: Some(allowance),
                         recorder: &self.recorder,
                         trace_observer: (!self.hooks.is_empty()).then_some(&self.hooks as _),
                     })
@@ -271,6 +320,8 @@ impl Runner {
             }
             Err(reason) => AttemptOutcome::failed_before_start(reason),
         };
+        // Revoked before the attempt is final: nothing more can be recorded under it.
+        drop(capability);
         self.finalize(rollout, outcome.status, outcome.failure.as_deref()).await;
         tracing::debug!(worker = %self.worker_id, rollout = %r.rollout_id, attempt = %a.attempt_id,
             status = ?outcome.status, failure = outcome.failure.as_deref().unwrap_or(""), "attempt ended");

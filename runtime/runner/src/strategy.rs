@@ -7,6 +7,7 @@
 //! (a [`RunnerLauncher`]); this module supervises what it starts.
 
 use crate::hooks::Hook;
+use crate::llm_capability::ProxyCapabilities;
 use crate::runner::{Runner, RunnerCounters, RunnerOptions};
 use crate::shutdown::Shutdown;
 use agl_llm::LlmBackend;
@@ -47,6 +48,8 @@ pub struct InProcessRunners {
     pub span_flush_interval: Duration,
     /// Where the runners' spans also go (e.g. an OTLP exporter), besides the store.
     pub span_export: Option<SpanExport>,
+    /// The LLM proxy the agents reach through per-attempt capabilities, if the run serves one.
+    pub proxy: Option<Arc<dyn ProxyCapabilities>>,
 }
 
 impl InProcessRunners {
@@ -62,6 +65,7 @@ impl InProcessRunners {
             hooks: Arc::new([]),
             span_flush_interval: Duration::from_millis(100),
             span_export: None,
+            proxy: None,
         }
     }
 
@@ -160,7 +164,8 @@ impl ExecutionStrategy {
                         recorder.clone(),
                     )
                     .with_hooks(spec.hooks.clone())
-                    .with_options(spec.options.clone());
+                    .with_options(spec.options.clone())
+                    .with_proxy(spec.proxy.clone());
                     counters.push(runner.counters());
                     let stop = fleet.stop.clone();
                     fleet.tasks.spawn(async move { runner.run(&stop).await });

@@ -41,7 +41,7 @@ impl llm_wit::Host for AlgorithmState {
                     LogLevel::Debug,
                     &format!(
                         "llm call {} ({}): {} + {} tokens in {elapsed_ms:.0} ms",
-                        self.sandbox.llm.calls,
+                        self.sandbox.llm.calls(),
                         response.model,
                         response.usage.input_tokens,
                         response.usage.output_tokens

@@ -84,6 +84,7 @@ impl AlgorithmComponent {
             start: now,
             seed: request.seed,
             llm: request.llm,
+            llm_allowance: None,
         };
         let sandbox = match Sandbox::prepare(&self.policy, &instance) {
             Ok(sandbox) => sandbox,
@@ -127,8 +128,8 @@ impl AlgorithmComponent {
         state.world.llm_trace.finish(&result, &*state.world.observer).await;
         AlgorithmOutcome {
             result,
-            llm_calls: state.sandbox.llm.calls,
-            llm_tokens: state.sandbox.llm.tokens,
+            llm_calls: state.sandbox.llm.calls(),
+            llm_tokens: state.sandbox.llm.tokens(),
             stdout: stdout.take(),
             stderr: stderr.take(),
             elapsed: started.elapsed(),

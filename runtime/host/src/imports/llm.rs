@@ -6,49 +6,42 @@
 //! through the same gate (`algorithm::host_imports`).
 
 use crate::bindings::llm::{self as wit, Host};
-use crate::policy::{LlmBudget, LlmPolicy, LlmRequestLimits, SandboxPolicy};
+use crate::llm_allowance::{LlmAllowance, LlmRefusal};
+use crate::policy::{LlmPolicy, SandboxPolicy};
 use crate::sandbox::{Capability, InstanceContext, SandboxError, World};
 use crate::spans::{AttemptTrace, LiveSpan, llm as llm_span, names};
 use crate::state::HostState;
-use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, RequestLimits, Role, Tool};
+use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, Role, Tool};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanKind, Status};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// The LLM access of one attempt (or one algorithm run): backend, allowed models, budget, request
-/// limits and what was spent.
+/// The LLM access of one attempt (or one algorithm run): the backend, and the allowance its
+/// requests are admitted and charged through (shared with the LLM proxy's capability for the
+/// same attempt, when it has one).
 pub struct LlmGate {
     backend: Arc<dyn LlmBackend>,
-    allowed_models: Arc<[String]>,
-    budget: LlmBudget,
-    limits: RequestLimits,
-    timeout: Duration,
-    pub(crate) calls: u32,
-    pub(crate) tokens: u64,
-}
-
-/// The policy's request limits in `agl_llm`'s terms.
-fn request_limits(limits: &LlmRequestLimits) -> RequestLimits {
-    RequestLimits {
-        max_request_bytes: limits.max_request_bytes,
-        max_output_tokens: limits.max_output_tokens,
-        max_tools: limits.max_tools,
-        max_tools_bytes: limits.max_tools_bytes,
-    }
+    allowance: Arc<LlmAllowance>,
 }
 
 impl LlmGate {
     pub fn new(backend: Arc<dyn LlmBackend>, policy: &LlmPolicy) -> Self {
-        Self {
-            backend,
-            allowed_models: policy.allowed_models.iter().cloned().collect(),
-            budget: policy.budget,
-            limits: request_limits(&policy.request),
-            timeout: policy.timeout,
-            calls: 0,
-            tokens: 0,
-        }
+        Self::with_allowance(backend, Arc::new(LlmAllowance::new(policy)))
+    }
+
+    /// A gate spending `allowance`, which other callers of the same attempt may share.
+    pub fn with_allowance(backend: Arc<dyn LlmBackend>, allowance: Arc<LlmAllowance>) -> Self {
+        Self { backend, allowance }
+    }
+
+    /// Calls admitted so far (by every caller of the allowance).
+    pub(crate) fn calls(&self) -> u32 {
+        self.allowance.calls()
+    }
+
+    /// Tokens spent so far (by every caller of the allowance).
+    pub(crate) fn tokens(&self) -> u64 {
+        self.allowance.tokens()
     }
 
     /// The model `request` will use: its own, else the backend's default.
@@ -62,48 +55,22 @@ impl LlmGate {
     /// Admits, sends and accounts one converted request: model, budget and size checks, the call
     /// under its own timeout, token usage. Nothing reaches the backend unless every check passes.
     pub(crate) async fn call(&mut self, request: &ChatRequest) -> Result<ChatResponse, wit::LlmError> {
-        self.admit(request)?;
-        self.calls += 1;
+        self.allowance
+            .admit(request, self.backend.default_model())
+            .map_err(|refusal| match refusal {
+                LlmRefusal::ModelNotAllowed(model) => wit::LlmError::ModelNotAllowed(model),
+                LlmRefusal::BudgetExceeded(why) => wit::LlmError::BudgetExceeded(why),
+                LlmRefusal::InvalidRequest(why) => wit::LlmError::InvalidRequest(why),
+            })?;
         let call = self.backend.chat(request);
-        match tokio::time::timeout(self.timeout, call).await {
+        match tokio::time::timeout(self.allowance.timeout(), call).await {
             Err(_) => Err(wit::LlmError::Timeout),
             Ok(Err(e)) => Err(to_guest_error(e)),
             Ok(Ok(response)) => {
-                let usage = u64::from(response.usage.input_tokens) + u64::from(response.usage.output_tokens);
-                self.tokens = self.tokens.saturating_add(usage);
+                self.allowance.charge(&response.usage);
                 Ok(response)
             }
         }
-    }
-
-    /// Whether the policy lets this request go out: its model, the budget left, its size.
-    fn admit(&self, request: &ChatRequest) -> Result<(), wit::LlmError> {
-        let default = self.backend.default_model();
-        let model = request.model.as_deref().unwrap_or(default);
-        let allowed = model == default || self.allowed_models.iter().any(|m| m == model);
-        if !allowed {
-            return Err(wit::LlmError::ModelNotAllowed(model.to_owned()));
-        }
-        if self.calls >= self.budget.max_calls {
-            return Err(wit::LlmError::BudgetExceeded(format!(
-                "calls: {} of {} used",
-                self.calls, self.budget.max_calls
-            )));
-        }
-        if self.tokens >= self.budget.max_tokens {
-            return Err(wit::LlmError::BudgetExceeded(format!(
-                "tokens: {} of {} used",
-                self.tokens, self.budget.max_tokens
-            )));
-        }
-        let remaining = self.budget.max_tokens - self.tokens;
-        agl_llm::validate_request(request, &self.limits, remaining).map_err(|rejected| {
-            if rejected.is_budget() {
-                wit::LlmError::BudgetExceeded(rejected.to_string())
-            } else {
-                wit::LlmError::InvalidRequest(rejected.to_string())
-            }
-        })
     }
 }
 
@@ -221,8 +188,8 @@ pub(crate) async fn traced_chat(
         Err(error) => Err(error),
     };
     let spent = [
-        KeyValue::new(names::LLM_CALLS_USED, i64::from(gate.calls)),
-        KeyValue::new(names::LLM_TOKENS_USED, i64::try_from(gate.tokens).unwrap_or(i64::MAX)),
+        KeyValue::new(names::LLM_CALLS_USED, i64::from(gate.calls())),
+        KeyValue::new(names::LLM_TOKENS_USED, i64::try_from(gate.tokens()).unwrap_or(i64::MAX)),
     ];
     match outcome {
         Ok(response) => {
@@ -247,7 +214,11 @@ pub(crate) async fn traced_chat(
 /// the `agl:agent/llm` interface of each world's bindings.
 impl Capability for LlmGate {
     fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
-        Ok(Self::new(Arc::clone(&instance.llm), &policy.llm))
+        let backend = Arc::clone(&instance.llm);
+        Ok(match &instance.llm_allowance {
+            Some(allowance) => Self::with_allowance(backend, Arc::clone(allowance)),
+            None => Self::new(backend, &policy.llm),
+        })
     }
 }
 

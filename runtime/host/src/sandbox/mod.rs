@@ -43,6 +43,9 @@ pub(crate) struct InstanceContext {
     /// Seeds the instance's random sources.
     pub seed: u64,
     pub llm: Arc<dyn LlmBackend>,
+    /// The attempt's LLM allowance when others spend it too (the LLM proxy's capability); `None`:
+    /// a fresh one from the policy.
+    pub llm_allowance: Option<Arc<crate::LlmAllowance>>,
 }
 
 /// What a world's own state offers the capabilities: the trace their calls are recorded in.

@@ -130,6 +130,7 @@ pub async fn run_in(
         attempt: &rollout.attempt,
         resources: update,
         llm,
+        llm_allowance: None,
         recorder: &recorder,
         trace_observer: None,
     };
@@ -156,6 +157,7 @@ pub async fn rerun(previous: &Ran, agent: &AgentComponent, llm: Arc<dyn LlmBacke
         attempt: &previous.rollout.attempt,
         resources: None,
         llm,
+        llm_allowance: None,
         recorder: &recorder,
         trace_observer: None,
     };

@@ -1,0 +1,110 @@
+//! The per-attempt capability over real HTTP: a call through a live capability is answered and
+//! recorded as a span of its attempt; once the runner drops it (the attempt ended) the same URL
+//! is a 404; and calls naming an ended attempt by its ids (the operator's routes) are refused, so
+//! nothing is added to an attempt whose spans are final.
+
+use agl_llm::ScriptedBackend;
+use agl_proxy::{Proxy, ProxyConfig, Upstream, Upstreams};
+use agl_store::{
+    AttemptRef, AttemptStatus, AttemptUpdate, EnqueueRolloutRequest, InMemoryLightningStore, LightningStore, SpanQuery,
+    StartRolloutRequest,
+};
+use agl_wasm::LlmAllowance;
+use agl_wasm::policy::LlmPolicy;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const RULES: &str = r#"{"model": "m", "rules": [
+    {"when": [{"role": "user", "matches": "^say (.*)$"}], "reply": "{1}", "usage": {"input_tokens": 5, "output_tokens": 2}}
+], "fallback": {"reply": "ok"}}"#;
+
+async fn serve(proxy: &Proxy) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    let app = proxy.agent_router().merge(proxy.router());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+fn spans_of(rollout: &str) -> SpanQuery {
+    SpanQuery {
+        rollout_id: rollout.to_owned(),
+        ..SpanQuery::default()
+    }
+}
+
+async fn chat(url: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .json(&json!({"messages": [{"role": "user", "content": "say hi"}]}))
+        .send()
+        .await
+        .expect("the proxy answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_capability_lives_with_its_attempt_and_ended_attempts_take_no_calls() {
+    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+    let started = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
+            worker_id: None,
+        })
+        .await
+        .expect("a rollout");
+    let (rollout, attempt) = (started.rollout.rollout_id.clone(), started.attempt.attempt_id.clone());
+    let backend = ScriptedBackend::from_json_str(RULES).expect("rules");
+    let upstreams = Upstreams::new(vec![Upstream::backend(Arc::new(backend))]).expect("an upstream");
+    let proxy = Proxy::new(store.clone(), ProxyConfig::new(upstreams));
+    let base = serve(&proxy).await;
+
+    let allowance = Arc::new(LlmAllowance::new(&LlmPolicy::default()));
+    let grant = proxy
+        .grants()
+        .issue(&rollout, &attempt, allowance.clone())
+        .expect("a capability");
+    let endpoint = grant.endpoint(&base);
+    let (status, body) = chat(&format!("{endpoint}/chat/completions")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "hi");
+    assert_eq!(
+        (allowance.calls(), allowance.tokens()),
+        (1, 7),
+        "charged to the attempt"
+    );
+    // Agent-lightning's per-attempt spelling of the same capability, and another attempt's ids.
+    let (status, _) = chat(&format!(
+        "{}/agent/{}/rollout/{rollout}/attempt/{attempt}/v1/chat/completions",
+        base,
+        endpoint.trim_end_matches("/v1").rsplit('/').next().unwrap_or_default()
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let spans = store.query_spans(&spans_of(&rollout)).await.expect("spans");
+    assert_eq!(spans.items.len(), 2, "each call a span of the attempt");
+
+    drop(grant);
+    let (status, body) = chat(&format!("{endpoint}/chat/completions")).await;
+    assert_eq!(status, 404, "a revoked capability opens nothing: {body}");
+
+    let by_ids = format!("{base}/rollout/{rollout}/attempt/{attempt}/v1/chat/completions");
+    assert_eq!(
+        chat(&by_ids).await.0,
+        200,
+        "the operator's route, while the attempt runs"
+    );
+    store
+        .update_attempt(
+            &rollout,
+            AttemptRef::Id(&attempt),
+            AttemptUpdate::status(AttemptStatus::Succeeded),
+        )
+        .await
+        .expect("the attempt ends");
+    let (status, body) = chat(&by_ids).await;
+    assert_eq!(status, 409, "{body}");
+    let after = store.query_spans(&spans_of(&rollout)).await.expect("spans");
+    assert_eq!(after.items.len(), 3, "nothing added once the attempt ended");
+}
