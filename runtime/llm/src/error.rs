@@ -74,7 +74,10 @@ mod tests {
             without_user_info("error sending request for url (http://u:KEY@h:1/v1/chat/completions): refused"),
             "error sending request for url (http://***@h:1/v1/chat/completions): refused"
         );
-        assert_eq!(without_user_info("a@b http://h/x@y and https://k@h"), "a@b http://h/x@y and https://***@h");
+        assert_eq!(
+            without_user_info("a@b http://h/x@y and https://k@h"),
+            "a@b http://h/x@y and https://***@h"
+        );
         assert_eq!(without_user_info("no url"), "no url");
     }
 

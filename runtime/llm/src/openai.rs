@@ -110,7 +110,10 @@ impl OpenAiBackend {
         }
         let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
         let endpoint = reqwest::Url::parse(&url).map_err(|e| {
-            LlmError::InvalidRequest(format!("OpenAI backend: bad base URL `{}`: {e}", shown_url(&config.base_url)))
+            LlmError::InvalidRequest(format!(
+                "OpenAI backend: bad base URL `{}`: {e}",
+                shown_url(&config.base_url)
+            ))
         })?;
         if !matches!(endpoint.scheme(), "http" | "https") {
             return Err(LlmError::InvalidRequest(format!(
@@ -256,10 +259,7 @@ mod tests {
 
     #[test]
     fn a_url_is_shown_without_its_user_info() {
-        assert_eq!(
-            shown_url("http://user:KEY@host:8000/v1"),
-            "http://***@host:8000/v1"
-        );
+        assert_eq!(shown_url("http://user:KEY@host:8000/v1"), "http://***@host:8000/v1");
         assert_eq!(shown_url("https://host/v1?x=a@b"), "https://host/v1?x=a@b");
         assert_eq!(shown_url("http://host:1/v1"), "http://host:1/v1");
         assert_eq!(shown_url("http://a@b@host"), "http://***@host");

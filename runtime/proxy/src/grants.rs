@@ -28,12 +28,21 @@ pub struct AttemptGrant {
     pub attempt_id: String,
     pub allowance: Arc<LlmAllowance>,
     refusals: AtomicU32,
+    /// One call at a time, as through the `llm` import: concurrent calls could each be admitted
+    /// against the same tokens left and together spend many times them.
+    turn: Arc<tokio::sync::Semaphore>,
 }
 
 impl AttemptGrant {
     /// Counts one refused call; `true` while it may still be recorded.
     pub(crate) fn record_refusal(&self) -> bool {
         self.refusals.fetch_add(1, Ordering::Relaxed) < MAX_RECORDED_REFUSALS
+    }
+
+    /// Waits for the attempt's turn to call; the call holds it until it has ended (a stream
+    /// until its last event).
+    pub(crate) async fn turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.turn.clone().acquire_owned().await.ok()
     }
 }
 
@@ -79,6 +88,7 @@ impl Grants {
             attempt_id: attempt_id.to_owned(),
             allowance,
             refusals: AtomicU32::new(0),
+            turn: Arc::new(tokio::sync::Semaphore::new(1)),
         });
         self.live.lock().insert(secret.clone(), grant);
         Ok(secret)

@@ -287,6 +287,8 @@ struct Call {
     request: Result<ChatRequest, String>,
     /// The capability it came through: charged the answer's tokens.
     grant: Option<Arc<AttemptGrant>>,
+    /// The capability's turn, held until the call has ended.
+    _turn: Option<tokio::sync::OwnedSemaphorePermit>,
     _inflight: InFlight,
 }
 
@@ -498,6 +500,10 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
     let inflight = shared.pause.enter()?;
     let started = now();
     let grant = route.as_ref().and_then(|r| r.grant.clone());
+    let turn = match &grant {
+        Some(grant) => grant.turn().await,
+        None => None,
+    };
     let limit = match &grant {
         Some(grant) => usize::try_from(grant.allowance.max_body_bytes())
             .unwrap_or(usize::MAX)
@@ -545,6 +551,7 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
         shared,
         record,
         grant,
+        _turn: turn,
         _inflight: inflight,
     };
     if let Some(grant) = call.grant.clone() {

@@ -108,3 +108,57 @@ async fn a_capability_lives_with_its_attempt_and_ended_attempts_take_no_calls() 
     let after = store.query_spans(&spans_of(&rollout)).await.expect("spans");
     assert_eq!(after.items.len(), 3, "nothing added once the attempt ended");
 }
+
+/// Calls through one capability go one at a time, as through the `llm` import: calls sent at
+/// once cannot all be admitted against the same tokens left.
+#[tokio::test]
+async fn concurrent_calls_of_one_attempt_cannot_overspend_its_tokens() {
+    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+    let started = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
+            worker_id: None,
+        })
+        .await
+        .expect("a rollout");
+    // An upstream that takes its time: calls sent at once are all in flight together unless the
+    // proxy takes them in turn.
+    let backend = ScriptedBackend::from_json_str(RULES).expect("rules");
+    let slow = agl_llm::serve_with_faults(
+        Arc::new(backend),
+        "127.0.0.1:0".parse().expect("an address"),
+        agl_llm::Faults::default().with_delay(std::time::Duration::from_millis(200)),
+    )
+    .await
+    .expect("an upstream");
+    let upstream = Upstream::openai(agl_llm::OpenAiConfig::new(slow.base_url(), "m")).expect("an upstream");
+    let upstreams = Upstreams::new(vec![upstream]).expect("upstreams");
+    let proxy = Proxy::new(store.clone(), ProxyConfig::new(upstreams));
+    let base = serve(&proxy).await;
+    let mut policy = LlmPolicy::default();
+    // Each call spends 7 tokens: the second starts with 1 left, the third with none.
+    policy.budget.max_tokens = 8;
+    let policy = policy;
+    let allowance = Arc::new(LlmAllowance::new(&policy));
+    let grant = proxy
+        .grants()
+        .issue(
+            &started.rollout.rollout_id,
+            &started.attempt.attempt_id,
+            allowance.clone(),
+        )
+        .expect("a capability");
+    let url = format!("{}/chat/completions", grant.endpoint(&base));
+    let calls: Vec<_> = (0..6).map(|_| tokio::spawn(chat_owned(url.clone()))).collect();
+    let mut answered = 0;
+    for call in calls {
+        let (status, _) = call.await.expect("the call ran");
+        answered += usize::from(status == 200);
+    }
+    assert_eq!(answered, 2, "{} tokens spent", allowance.tokens());
+    assert_eq!(allowance.tokens(), 14);
+}
+
+async fn chat_owned(url: String) -> (u16, Value) {
+    chat(&url).await
+}
