@@ -416,22 +416,7 @@ fn python_http_refuses_user_info_and_normalises_a_trailing_dot() {
     let results = read_results(&out);
     let train = &results["splits"]["train"];
     assert_eq!(train["succeeded"].as_u64(), Some(3), "{results:#}");
-    let requests = seen.lock().expect("seen").clone();
-    assert_eq!(requests.len(), 1, "only the dotted name was sent: {requests:#?}");
-    let request = requests[0].to_ascii_lowercase();
-    assert!(request.starts_with("get /dotted http/1.1"), "{request}");
-    assert!(
-        request.contains(&format!("\r\nhost: localhost:{port}\r\n")),
-        "{request}"
-    );
-
-    let spans = spans_of_url(&db, &results, &dotted);
-    let said = serde_json::to_string(&spans).expect("JSON");
-    assert!(said.contains("http_get: allowed: status 200, 2 bytes: ok"), "{said}");
-    let sent = http_request_spans(&spans);
-    assert_eq!(sent.len(), 1, "{spans:#?}");
-    assert_eq!(sent[0]["attributes"]["server.address"], "localhost", "{sent:#?}");
-    assert_eq!(sent[0]["attributes"]["http.response.status_code"], 200, "{sent:#?}");
+    assert_the_dotted_name_went_as_localhost(&seen, &db, &results, &dotted, port);
 
     let spans = spans_of_url(&db, &results, &via_sdk);
     let said = serde_json::to_string(&spans).expect("JSON");
@@ -441,15 +426,5 @@ fn python_http_refuses_user_info_and_normalises_a_trailing_dot() {
     );
     assert!(http_request_spans(&spans).is_empty(), "{spans:#?}");
 
-    let spans = spans_of_url(&db, &results, &raw);
-    let said = serde_json::to_string(&spans).expect("JSON");
-    assert!(said.contains("http_get: denied: HttpDenied"), "{said}");
-    let refused = http_request_spans(&spans);
-    assert_eq!(refused.len(), 1, "{spans:#?}");
-    assert_eq!(
-        refused[0]["attributes"]["error.type"], "HTTP-request-denied",
-        "{refused:#?}"
-    );
-    let span = serde_json::to_string(&refused[0]).expect("JSON");
-    assert!(span.contains("user info") && !span.contains("secret"), "{span}");
+    assert_the_user_info_was_refused_by_the_host(&db, &results, &raw, "http_get: denied: HttpDenied");
 }

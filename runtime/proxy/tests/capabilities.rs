@@ -26,6 +26,19 @@ async fn serve(proxy: &Proxy) -> String {
     url
 }
 
+/// A store holding one rollout, its attempt running.
+async fn store_with_a_running_attempt() -> (Arc<dyn LightningStore>, agl_store::AttemptedRollout) {
+    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+    let started = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
+            worker_id: None,
+        })
+        .await
+        .expect("a rollout");
+    (store, started)
+}
+
 fn spans_of(rollout: &str) -> SpanQuery {
     SpanQuery {
         rollout_id: rollout.to_owned(),
@@ -46,14 +59,7 @@ async fn chat(url: &str) -> (u16, Value) {
 
 #[tokio::test]
 async fn a_capability_lives_with_its_attempt_and_ended_attempts_take_no_calls() {
-    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
-    let started = store
-        .start_rollout(StartRolloutRequest {
-            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
-            worker_id: None,
-        })
-        .await
-        .expect("a rollout");
+    let (store, started) = store_with_a_running_attempt().await;
     let (rollout, attempt) = (started.rollout.rollout_id.clone(), started.attempt.attempt_id.clone());
     let backend = ScriptedBackend::from_json_str(RULES).expect("rules");
     let upstreams = Upstreams::new(vec![Upstream::backend(Arc::new(backend))]).expect("an upstream");
@@ -113,14 +119,7 @@ async fn a_capability_lives_with_its_attempt_and_ended_attempts_take_no_calls() 
 /// once cannot all be admitted against the same tokens left.
 #[tokio::test]
 async fn concurrent_calls_of_one_attempt_cannot_overspend_its_tokens() {
-    let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
-    let started = store
-        .start_rollout(StartRolloutRequest {
-            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
-            worker_id: None,
-        })
-        .await
-        .expect("a rollout");
+    let (store, started) = store_with_a_running_attempt().await;
     // An upstream that takes its time: calls sent at once are all in flight together unless the
     // proxy takes them in turn.
     let backend = ScriptedBackend::from_json_str(RULES).expect("rules");

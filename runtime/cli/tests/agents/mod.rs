@@ -217,3 +217,46 @@ pub fn http_request_spans(spans: &[Value]) -> Vec<Value> {
         .cloned()
         .collect()
 }
+
+/// The run `results` (kept in `db`) of a probe whose `http_get` of `dotted`
+/// (`http://LOCALHOST.:PORT/...`) is the only request the loopback server on `port` saw (`seen`):
+/// it was sent as `localhost:PORT`, answered `ok`, and its span names `localhost`.
+pub fn assert_the_dotted_name_went_as_localhost(
+    seen: &Mutex<Vec<String>>,
+    db: &str,
+    results: &Value,
+    dotted: &str,
+    port: u16,
+) {
+    let requests = seen.lock().expect("seen").clone();
+    assert_eq!(requests.len(), 1, "only the dotted name was sent: {requests:#?}");
+    let request = requests[0].to_ascii_lowercase();
+    assert!(request.starts_with("get /dotted http/1.1"), "{request}");
+    assert!(
+        request.contains(&format!("\r\nhost: localhost:{port}\r\n")),
+        "{request}"
+    );
+    let spans = spans_of_url(db, results, dotted);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(said.contains("http_get: allowed: status 200, 2 bytes: ok"), "{said}");
+    let sent = http_request_spans(&spans);
+    assert_eq!(sent.len(), 1, "{spans:#?}");
+    assert_eq!(sent[0]["attributes"]["server.address"], "localhost", "{sent:#?}");
+    assert_eq!(sent[0]["attributes"]["http.response.status_code"], 200, "{sent:#?}");
+}
+
+/// The `http_get` of `url` (with user info `user:secret@`) reached the host, which refused it
+/// (`HTTP-request-denied`), its span saying why without repeating the secret.
+pub fn assert_the_user_info_was_refused_by_the_host(db: &str, results: &Value, url: &str, denied: &str) {
+    let spans = spans_of_url(db, results, url);
+    let said = serde_json::to_string(&spans).expect("JSON");
+    assert!(said.contains(denied), "{said}");
+    let refused = http_request_spans(&spans);
+    assert_eq!(refused.len(), 1, "{spans:#?}");
+    assert_eq!(
+        refused[0]["attributes"]["error.type"], "HTTP-request-denied",
+        "{refused:#?}"
+    );
+    let span = serde_json::to_string(&refused[0]).expect("JSON");
+    assert!(span.contains("user info") && !span.contains("secret"), "{span}");
+}
