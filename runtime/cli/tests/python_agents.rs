@@ -316,28 +316,7 @@ fn python_http_reaches_a_granted_host_and_only_that_one() {
     assert!(other.accept().is_err(), "the refused request never connected");
 
     // The run's record: each request is an `agl.http.request` span; the agent logged what it got.
-    let spans_of = |url: &str| -> Vec<serde_json::Value> {
-        let show = |args: &[&str]| -> serde_json::Value {
-            let mut all = vec!["show", "--db", db.as_str()];
-            all.extend_from_slice(args);
-            all.push("--json");
-            let shown = agl_host(&all);
-            assert!(shown.status.success(), "{}", text(&shown));
-            serde_json::from_slice(&shown.stdout).expect("show --json prints JSON")
-        };
-        let run_id = results["run_id"].as_str().expect("run id");
-        let rollouts = show(&[run_id]);
-        let rollout_id = rollouts["rollouts"]
-            .as_array()
-            .expect("rollouts")
-            .iter()
-            .map(|r| &r["rollout"])
-            .find(|r| r["input"]["url"] == url)
-            .and_then(|r| r["rollout_id"].as_str())
-            .unwrap_or_else(|| panic!("no rollout for {url}: {rollouts:#}"))
-            .to_owned();
-        show(&[run_id, &rollout_id])["spans"].as_array().expect("spans").clone()
-    };
+    let spans_of = |url: &str| spans_of_url(&db, &results, url);
     let http = |spans: &[serde_json::Value]| -> serde_json::Value {
         let found: Vec<&serde_json::Value> = spans.iter().filter(|s| s["name"] == "agl.http.request").collect();
         assert_eq!(found.len(), 1, "one request: {spans:#?}");
