@@ -52,7 +52,10 @@ pub async fn serve(
     fallback_to_free_port: bool,
 ) -> anyhow::Result<ServerHandle> {
     let routes = match proxy {
-        Some(proxy) => agl_server::host_routes(backend.clone()).merge(proxy.router()),
+        // Calls outside any attempt only under the store's token.
+        Some(proxy) => agl_server::host_routes(backend.clone())
+            .merge(proxy.router())
+            .merge(proxy.unattributed_router(options.token.is_some())),
         None => agl_server::host_routes(backend.clone()),
     };
     serve_routes(backend, options, routes, fallback_to_free_port).await

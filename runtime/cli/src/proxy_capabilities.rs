@@ -23,7 +23,8 @@ pub async fn serve(
 ) -> anyhow::Result<agl_server::ServerHandle> {
     let mut router = proxy.agent_router();
     if let Some(token) = operator_token {
-        router = router.merge(agl_server::require_token(proxy.router(), token));
+        let operator = proxy.router().merge(proxy.unattributed_router(true));
+        router = router.merge(agl_server::require_token(operator, token));
     }
     let handle = agl_server::serve_router(options, router)
         .await

@@ -170,14 +170,21 @@ fn a_call_under_an_attempt_is_recorded_as_an_llm_span_of_that_attempt() {
     assert_eq!(answer["choices"][0]["message"]["content"], "hello");
     assert_eq!(answer["usage"]["prompt_tokens"], 7);
     ok_json(api.chat(&r2, &a2, "say bye"));
-    // Outside any attempt: answered, recorded nowhere.
-    let plain = ok_json(api.post(
+    // Outside any attempt, on a store without a token: refused (the host's key, no record).
+    let (status, body) = error_of(api.post(
         "/v1/chat/completions",
         &json!({"messages": [{"role": "user", "content": "say plain"}]}),
     ));
-    assert_eq!(plain["choices"][0]["message"]["content"], "plain");
-    let models = ok_json(api.get("/v1/models"));
-    assert_eq!(models["data"][0]["id"], "m");
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (403, Some("permission_error")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"].as_str().is_some_and(|m| m.contains("--token")),
+        "{body}"
+    );
+    assert_eq!(error_of(api.get("/v1/models")).0, 403);
 
     for (rollout, attempt, text, mode) in [(&r1, &a1, "hello", "train"), (&r2, &a2, "bye", "val")] {
         let spans = api.spans(rollout);
@@ -354,6 +361,14 @@ fn the_token_is_required_and_the_upstream_key_stays_on_the_host() {
     assert_eq!(status, 401, "so does pausing the proxy");
     assert_eq!(ok_json(api.get("/proxy/state"))["paused"], false);
     ok_json(api.chat(&rollout, &attempt, "say hi"));
+    // Outside any attempt, under the token: answered, recorded nowhere.
+    let plain = ok_json(api.post(
+        "/v1/chat/completions",
+        &json!({"messages": [{"role": "user", "content": "say plain"}]}),
+    ));
+    assert_eq!(plain["choices"][0]["message"]["content"], "plain");
+    assert_eq!(ok_json(api.get("/v1/models"))["data"][0]["id"], "m");
+    assert_eq!(api.spans(&rollout).len(), 1, "the plain call is recorded nowhere");
     assert_eq!(
         llm.handle().last_authorization().as_deref(),
         Some(format!("Bearer {KEY}").as_str()),
@@ -406,7 +421,10 @@ fn errors_keep_their_status_in_openais_shape() {
     assert_eq!((status, body["error"]["type"].as_str()), (404, Some("not_found_error")));
     let (status, body) = error_of(
         api.client
-            .post(format!("{}/v1/chat/completions", api.url))
+            .post(format!(
+                "{}/rollout/{rollout}/attempt/{attempt}/v1/chat/completions",
+                api.url
+            ))
             .header("content-type", "application/json")
             .body("{not json")
             .send()

@@ -47,6 +47,13 @@ pub enum ProxyError {
     /// The attempt the call names has ended: its spans are final.
     #[error("{0}")]
     Ended(String),
+    /// A call outside any attempt where only token holders may make one.
+    #[error(
+        "calls outside any attempt spend the host's LLM key and are recorded nowhere: they are served only under a \
+         token (agl-host store --token, agl-host run --llm-proxy-token); name an attempt \
+         (/rollout/ROLLOUT_ID/attempt/ATTEMPT_ID/v1/...)"
+    )]
+    Unattributed,
     /// An agent's call its LLM policy does not allow (model, budget, size).
     #[error("refused by the attempt's LLM policy: {0}")]
     Refused(agl_wasm::LlmRefusal),
@@ -66,6 +73,7 @@ impl ProxyError {
             Self::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Ended(_) => StatusCode::CONFLICT,
+            Self::Unattributed => StatusCode::FORBIDDEN,
             Self::Refused(agl_wasm::LlmRefusal::InvalidRequest(_)) => StatusCode::BAD_REQUEST,
             Self::Refused(_) => StatusCode::FORBIDDEN,
         }
@@ -81,6 +89,7 @@ impl ProxyError {
             Self::GatewayTimeout(_) => "timeout",
             Self::Store(_) => "server_error",
             Self::Ended(_) => "invalid_request_error",
+            Self::Unattributed => "permission_error",
             Self::Refused(agl_wasm::LlmRefusal::ModelNotAllowed(_)) => "model_not_allowed",
             Self::Refused(agl_wasm::LlmRefusal::BudgetExceeded(_)) => "budget_exceeded",
             Self::Refused(agl_wasm::LlmRefusal::InvalidRequest(_)) => "invalid_request_error",

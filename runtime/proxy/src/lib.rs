@@ -87,11 +87,18 @@ impl Proxy {
         }
     }
 
-    /// The operator's routes (calls outside any attempt, or naming one by its ids; the pause
-    /// switch), to mount beside the store's under its token (`agl_server::serve_with`), or on
-    /// the proxy's own listener under a token of its own. Never for agents.
+    /// The operator's routes (calls naming an attempt by its ids, the pause switch, grants for
+    /// runners in other processes), to mount beside the store's under its token
+    /// (`agl_server::serve_with`), or on the proxy's own listener under a token of its own.
+    /// Never for agents.
     pub fn router(&self) -> axum::Router {
         routes::router(self.shared.clone())
+    }
+
+    /// Calls outside any attempt (`/v1/chat/completions`, `/v1/models`): served when `enabled`
+    /// (the listener requires a token), else refused with 403 saying why.
+    pub fn unattributed_router(&self, enabled: bool) -> axum::Router {
+        routes::unattributed_router(self.shared.clone(), enabled)
     }
 
     /// The sandboxed agents' routes: LLM calls through a live per-attempt capability

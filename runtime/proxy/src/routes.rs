@@ -45,12 +45,26 @@ const ATTEMPT_MODE: &str = "/proxy/rollout/{rollout_id}/attempt/{attempt_id}/mod
 /// Where a capability's calls go: its secret, then the OpenAI API.
 const CAPABILITY: &str = "/agent/{secret}";
 
-/// The operator's routes: calls outside any attempt or naming one by its ids, and the pause
-/// switch. For a trusted client (the store's token, or the proxy's own).
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
+/// Calls outside any attempt (`/v1/chat/completions`, `/v1/models`): they spend the host's key
+/// and are recorded nowhere, so they are served only to clients that present a token
+/// (`enabled`); otherwise they are refused, saying so.
+pub(crate) fn unattributed_router(shared: Arc<Shared>, enabled: bool) -> Router {
+    if !enabled {
+        let refused = || async { ProxyError::Unattributed.into_response() };
+        return Router::new()
+            .route("/v1/chat/completions", post(refused))
+            .route("/v1/models", get(refused));
+    }
     Router::new()
         .route("/v1/chat/completions", post(plain))
         .route("/v1/models", get(models))
+        .with_state(shared)
+}
+
+/// The operator's routes: calls naming an attempt by its ids, the pause switch, grants for
+/// runners of other processes. For a trusted client (the store's token, or the proxy's own).
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
         .route(&format!("{ATTEMPT}/v1/chat/completions"), post(attempt))
         .route(&format!("{ATTEMPT}/v1/models"), get(models))
         .route(&format!("{ATTEMPT_MODE}/v1/chat/completions"), post(attempt_in_mode))
