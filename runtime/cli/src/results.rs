@@ -1,9 +1,11 @@
 //! The results of a run: the JSON file (`--output`) and the summary printed at the end, with why
-//! rollouts failed (the most frequent reasons in the summary, every failed rollout in the file).
+//! rollouts failed (the most frequent reasons in the summary, every failed rollout in the file),
+//! and what the sandbox refused the agents, with the flag that grants it (a refusal the agent
+//! caught still lets its rollout succeed, and would otherwise go unseen).
 //! What agents and algorithms wrote is shown through `output`'s sanitizer.
 
 use crate::output::{one_line, reason_line};
-use agl_runner::{FailedRollout, FailureReason, FitReport, FitStatus, RunReport, SplitReport};
+use agl_runner::{FailedRollout, FailureReason, FitReport, FitStatus, RunReport, SandboxRefusal, SplitReport};
 use agl_store::{NamedResources, Resource};
 use agl_wasm::BestResult;
 use serde::Serialize;
@@ -45,6 +47,9 @@ pub struct Results {
     pub failure_reasons: Vec<FailureReason>,
     /// Every failed rollout and why its last attempt failed.
     pub failures: Vec<FailedRollout>,
+    /// What the sandbox refused the agents (HTTP not granted, an LLM model not allowed, a budget
+    /// spent), with the flag that grants it, and in how many calls and rollouts; most frequent first.
+    pub sandbox_refusals: Vec<SandboxRefusal>,
     /// Attempts finished by this process's runners (`null` when the runners were other processes).
     pub attempts: Option<Attempts>,
     /// Spans recorded in the store (agents' host calls, rewards, root spans).
@@ -125,6 +130,7 @@ impl Results {
             total: report.total,
             failure_reasons,
             failures: report.failures,
+            sandbox_refusals: report.refusals,
             attempts: fit.attempts.map(|(succeeded, failed)| Attempts { succeeded, failed }),
             spans: statistics.total_spans,
             resources_versions: statistics.total_resources,
@@ -183,6 +189,7 @@ impl Results {
             );
         }
         self.write_failures(&mut out);
+        self.write_refusals(&mut out);
         // An algorithm may give its own report (APO: score history, best prompt).
         if let Some(report) = self
             .algorithm_summary
@@ -235,6 +242,31 @@ impl Results {
             let _ = writeln!(
                 out,
                 "          ... and {more} other reason(s): see `failures` in the results file"
+            );
+        }
+    }
+}
+
+impl Results {
+    /// What the sandbox refused, most frequent first, with the grant (partly the guests' text,
+    /// hence sanitised).
+    fn write_refusals(&self, out: &mut String) {
+        for refusal in self.sandbox_refusals.iter().take(SHOWN_REASONS) {
+            let _ = writeln!(
+                out,
+                "  sandbox refused: {} in {} rollout{} ({}×) — grant: {}",
+                reason_line(&refusal.refused),
+                refusal.rollouts,
+                if refusal.rollouts == 1 { "" } else { "s" },
+                refusal.count,
+                reason_line(&refusal.grant)
+            );
+        }
+        let more = self.sandbox_refusals.len().saturating_sub(SHOWN_REASONS);
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "  ... and {more} other refusal(s): see `sandbox_refusals` in the results file"
             );
         }
     }

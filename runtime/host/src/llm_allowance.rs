@@ -5,7 +5,7 @@
 //! answer used, so an agent that reaches the proxy gets exactly what its own `llm` import allows.
 
 use crate::policy::{LlmBudget, LlmPolicy, LlmRequestLimits};
-use agl_llm::{ChatRequest, RequestLimits, Usage};
+use agl_llm::{ChatRequest, RequestLimits, RequestRejected, Usage};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 use thiserror::Error;
@@ -19,6 +19,37 @@ pub enum LlmRefusal {
     BudgetExceeded(String),
     #[error("{0}")]
     InvalidRequest(String),
+}
+
+/// What a refused request asked for, short and stable (no prompt, no counts that change from one
+/// call to the next), and the flag that would allow it: a refused call span's
+/// `agl.sandbox.refused` and `agl.sandbox.grant`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub what: String,
+    pub grant: String,
+}
+
+impl Refused {
+    fn new(what: String, grant: impl Into<String>) -> Self {
+        Self {
+            what,
+            grant: grant.into(),
+        }
+    }
+}
+
+/// A model name as a refusal names it: at most 200 bytes (the guest chose it).
+fn clip(model: &str) -> &str {
+    const MAX: usize = 200;
+    if model.len() <= MAX {
+        return model;
+    }
+    let mut end = MAX;
+    while !model.is_char_boundary(end) {
+        end -= 1;
+    }
+    &model[..end]
 }
 
 /// The LLM policy of one attempt and what it has spent; shared (`Arc`) between the ways the
@@ -98,32 +129,78 @@ impl LlmAllowance {
     /// Admits one request and counts it as a call: its model (`request.model`, else
     /// `default_model`), the calls and tokens left, its size. Nothing is counted when refused.
     pub fn admit(&self, request: &ChatRequest, default_model: &str) -> Result<(), LlmRefusal> {
+        self.admit_explained(request, default_model)
+            .map_err(|(refusal, _)| refusal)
+    }
+
+    /// [`Self::admit`], and with a refusal what was refused and the flag that would allow it
+    /// (none for a request no flag makes valid: one without messages).
+    pub fn admit_explained(
+        &self,
+        request: &ChatRequest,
+        default_model: &str,
+    ) -> Result<(), (LlmRefusal, Option<Refused>)> {
         let model = request.model.as_deref().unwrap_or(default_model);
         if !self.allows_model(model, default_model) {
-            return Err(LlmRefusal::ModelNotAllowed(model.to_owned()));
+            let shown = clip(model);
+            let refused = Refused::new(format!("LLM model {shown}"), format!("--agent-model {shown}"));
+            return Err((LlmRefusal::ModelNotAllowed(model.to_owned()), Some(refused)));
         }
         let tokens = self.tokens();
-        if tokens >= self.budget.max_tokens {
-            return Err(LlmRefusal::BudgetExceeded(format!(
-                "tokens: {tokens} of {} used",
-                self.budget.max_tokens
-            )));
+        let max_tokens = self.budget.max_tokens;
+        let tokens_spent = || {
+            Refused::new(
+                format!("LLM tokens past {max_tokens} per attempt"),
+                "--agent-llm-tokens",
+            )
+        };
+        if tokens >= max_tokens {
+            let why = format!("tokens: {tokens} of {max_tokens} used");
+            return Err((LlmRefusal::BudgetExceeded(why), Some(tokens_spent())));
         }
-        agl_llm::validate_request(request, &self.limits, self.budget.max_tokens - tokens).map_err(|rejected| {
-            if rejected.is_budget() {
+        if let Err(rejected) = agl_llm::validate_request(request, &self.limits, max_tokens - tokens) {
+            let refused = match &rejected {
+                RequestRejected::NoMessages => None,
+                RequestRejected::MaxTokensOverBudget { .. } => Some(tokens_spent()),
+                RequestRejected::TooLarge { limit, .. } => Some(Refused::new(
+                    format!("LLM request over {limit} bytes"),
+                    "--agent-llm-max-request",
+                )),
+                RequestRejected::MaxTokensTooLarge { limit, .. } => Some(Refused::new(
+                    format!("LLM max_tokens over {limit}"),
+                    "--agent-llm-max-output-tokens",
+                )),
+                RequestRejected::TooManyTools { limit, .. } => Some(Refused::new(
+                    format!("LLM request with over {limit} tools"),
+                    "--agent-llm-max-tools",
+                )),
+                RequestRejected::ToolsTooLarge { limit, .. } => Some(Refused::new(
+                    format!("LLM tools over {limit} bytes"),
+                    "--agent-llm-max-tools-size",
+                )),
+            };
+            let refusal = if rejected.is_budget() {
                 LlmRefusal::BudgetExceeded(rejected.to_string())
             } else {
                 LlmRefusal::InvalidRequest(rejected.to_string())
-            }
-        })?;
+            };
+            return Err((refusal, refused));
+        }
         // The call is counted only if one is left: two ways of calling at once cannot both take
         // the last one.
+        let max_calls = self.budget.max_calls;
         self.calls
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                (used < self.budget.max_calls).then_some(used + 1)
+                (used < max_calls).then_some(used + 1)
             })
             .map(|_| ())
-            .map_err(|used| LlmRefusal::BudgetExceeded(format!("calls: {used} of {} used", self.budget.max_calls)))
+            .map_err(|used| {
+                let refused = Refused::new(format!("LLM calls past {max_calls} per attempt"), "--agent-llm-calls");
+                (
+                    LlmRefusal::BudgetExceeded(format!("calls: {used} of {max_calls} used")),
+                    Some(refused),
+                )
+            })
     }
 
     /// Charges the tokens an answer used.
@@ -211,5 +288,41 @@ mod tests {
         big.messages[0].content = "x".repeat(100);
         assert!(matches!(allowance.admit(&big, "m"), Err(LlmRefusal::InvalidRequest(_))));
         assert_eq!(allowance.calls(), 0);
+    }
+
+    #[test]
+    fn a_refusal_names_what_was_refused_and_the_flag_that_grants_it() {
+        let refused = |allowance: &LlmAllowance, request: &ChatRequest| {
+            let (_, refused) = allowance.admit_explained(request, "m").expect_err("refused");
+            refused.map(|r| (r.what, r.grant))
+        };
+        let mut p = policy(1, 1000, &[]);
+        p.request.max_output_tokens = 50;
+        let allowance = LlmAllowance::new(&p);
+        assert_eq!(
+            refused(&allowance, &request(Some("gpt-4o"))),
+            Some(("LLM model gpt-4o".into(), "--agent-model gpt-4o".into()))
+        );
+        let mut long = request(None);
+        long.max_tokens = Some(60);
+        assert_eq!(
+            refused(&allowance, &long),
+            Some(("LLM max_tokens over 50".into(), "--agent-llm-max-output-tokens".into()))
+        );
+        let mut empty = request(None);
+        empty.messages.clear();
+        assert_eq!(refused(&allowance, &empty), None, "no flag makes it valid");
+        assert_eq!(allowance.admit(&request(None), "m"), Ok(()));
+        assert_eq!(
+            refused(&allowance, &request(None)),
+            Some(("LLM calls past 1 per attempt".into(), "--agent-llm-calls".into()))
+        );
+        let huge = "x".repeat(1000);
+        let (what, _) = refused(&allowance, &request(Some(&huge))).expect("named");
+        assert!(
+            what.len() < 300,
+            "a guest's model name is clipped: {} bytes",
+            what.len()
+        );
     }
 }

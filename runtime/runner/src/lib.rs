@@ -24,7 +24,7 @@ mod trainer;
 pub use hooks::{Hook, HookContext};
 pub use llm_capability::{IssuedCapability, ProxyCapabilities};
 pub use replay::{ABANDONED_REASON, ReplayCounts, ReplayStore, abandon_running_attempts};
-pub use report::{FailedRollout, FailureReason, RunReport, SplitReport};
+pub use report::{FailedRollout, FailureReason, RunReport, SandboxRefusal, SplitReport};
 pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions, liveness_default};
 pub use shutdown::Shutdown;
 pub use strategy::{

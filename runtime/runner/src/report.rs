@@ -1,13 +1,16 @@
 //! What a run did, read back from the store: per split, how many rollouts ended how, how many
 //! were retried, and the mean final reward (from the spans, through the adapter; a failed or
 //! missing reward counts as 0, as Agent-lightning's algorithms score them); and every failed
-//! rollout with the reason its last attempt failed, so that a user sees why.
+//! rollout with the reason its last attempt failed, so that a user sees why; and what the
+//! sandbox refused the agents (spans with `agl.sandbox.refused`), with the grant that would allow
+//! it, even where the agent caught the refusal and the rollout succeeded.
 
 use agl_store::{
-    Attempt, AttemptStatus, LightningStore, Mode, RolloutQuery, RolloutStatus, SpanQuery, StoreError, semconv,
+    Attempt, AttemptStatus, LightningStore, Mode, RolloutQuery, RolloutStatus, Span, SpanQuery, StoreError, semconv,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Rollouts fetched per query page.
 const PAGE: i64 = 10_000;
@@ -36,6 +39,67 @@ pub struct RunReport {
     pub total: SplitReport,
     /// Every rollout that ended `failed`, in the store's order.
     pub failures: Vec<FailedRollout>,
+    /// What the sandbox refused the latest attempts of the ended rollouts, most frequent first.
+    pub refusals: Vec<SandboxRefusal>,
+}
+
+/// One thing the sandbox refused (an HTTP origin not granted, an LLM model not allowed, a budget
+/// spent), the grant that would allow it, and how often.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SandboxRefusal {
+    /// What was refused (`HTTP to http://127.0.0.1:9`): partly the guest's own text.
+    pub refused: String,
+    /// The flag or manifest key that would allow it (`--agent-http http://127.0.0.1:9`).
+    pub grant: String,
+    /// Refused calls (spans).
+    pub count: u64,
+    /// Distinct rollouts they were refused in.
+    pub rollouts: u64,
+}
+
+/// The refusals over every rollout: (refused, grant) → its entry, in first-seen order.
+#[derive(Default)]
+struct Refusals {
+    index: std::collections::HashMap<(String, String), usize>,
+    list: Vec<SandboxRefusal>,
+}
+
+impl Refusals {
+    /// Adds the refusals of one rollout's spans.
+    fn add(&mut self, spans: &[Arc<Span>]) {
+        let mut seen = std::collections::HashSet::new();
+        for span in spans {
+            let text = |key| span.attributes.get(key).and_then(|v| v.as_str());
+            let (Some(refused), Some(grant)) = (text(semconv::SANDBOX_REFUSED), text(semconv::SANDBOX_GRANT)) else {
+                continue;
+            };
+            let key = (refused.to_owned(), grant.to_owned());
+            let at = match self.index.get(&key) {
+                Some(&at) => at,
+                None => {
+                    self.list.push(SandboxRefusal {
+                        refused: key.0.clone(),
+                        grant: key.1.clone(),
+                        count: 0,
+                        rollouts: 0,
+                    });
+                    self.index.insert(key.clone(), self.list.len() - 1);
+                    self.list.len() - 1
+                }
+            };
+            self.list[at].count += 1;
+            if seen.insert(key) {
+                self.list[at].rollouts += 1;
+            }
+        }
+    }
+
+    /// Most frequent first (by calls refused; ties: first seen).
+    fn finish(self) -> Vec<SandboxRefusal> {
+        let mut list = self.list;
+        list.sort_by_key(|r| std::cmp::Reverse(r.count));
+        list
+    }
 }
 
 /// A rollout that failed, and why.
@@ -141,6 +205,7 @@ impl RunReport {
         let mut splits: BTreeMap<&'static str, Tally> = BTreeMap::new();
         let mut total = Tally::default();
         let mut failures = Vec::new();
+        let mut refusals = Refusals::default();
         let mut offset = 0;
         loop {
             let page = store
@@ -153,13 +218,20 @@ impl RunReport {
                     continue; // the algorithm's own trace (its LLM calls), not a task
                 }
                 let attempts = view.attempt.as_ref().map_or(0, |a| a.sequence_id);
-                let reward = if rollout.status == RolloutStatus::Succeeded {
-                    let spans = store
+                // The latest attempt's spans, once, of every ended rollout that had one: its reward
+                // (when it succeeded) and what the sandbox refused it.
+                let spans = if rollout.status.is_finished() && view.attempt.is_some() {
+                    store
                         .query_spans(&SpanQuery::for_rollout(rollout.rollout_id.clone()).attempt("latest"))
-                        .await?;
-                    agl_adapter::final_reward(&spans.items)
+                        .await?
+                        .items
                 } else {
-                    None
+                    Vec::new()
+                };
+                refusals.add(&spans);
+                let reward = match rollout.status {
+                    RolloutStatus::Succeeded => agl_adapter::final_reward(&spans),
+                    _ => None,
                 };
                 splits
                     .entry(split_name(rollout.mode))
@@ -187,6 +259,7 @@ impl RunReport {
                 .collect(),
             total: total.finish(),
             failures,
+            refusals: refusals.finish(),
         })
     }
 
@@ -290,6 +363,73 @@ mod tests {
             Some(serde_json::from_value(serde_json::json!({"failure": "the agent panicked"})).expect("map"));
         assert_eq!(failure_reason(Some(&attempt)), "the agent panicked");
         assert_eq!(failure_reason(None), "failed before any attempt ran");
+    }
+
+    fn span(rollout: &str, sequence_id: u64, refusal: Option<(&str, &str)>) -> Span {
+        let mut attributes = serde_json::Map::new();
+        if let Some((refused, grant)) = refusal {
+            attributes.insert(semconv::SANDBOX_REFUSED.into(), refused.into());
+            attributes.insert(semconv::SANDBOX_GRANT.into(), grant.into());
+        }
+        serde_json::from_value(serde_json::json!({
+            "rollout_id": rollout, "attempt_id": format!("at-{rollout}"), "sequence_id": sequence_id,
+            "trace_id": "t", "span_id": format!("s{sequence_id}"), "name": "agl.http.request",
+            "attributes": attributes,
+        }))
+        .expect("a span")
+    }
+
+    #[tokio::test]
+    async fn refusals_are_counted_over_the_latest_attempts_of_ended_rollouts_even_succeeded_ones() {
+        use agl_store::{
+            AttemptRef, AttemptUpdate, EnqueueRolloutRequest, InMemoryLightningStore, StartRolloutRequest,
+        };
+        let http = ("HTTP to http://127.0.0.1:9", "--agent-http http://127.0.0.1:9");
+        let model = ("LLM model gpt-4o", "--agent-model gpt-4o");
+        let store = InMemoryLightningStore::new();
+        // Two succeeded rollouts refused HTTP (one twice, one also a model), one still running.
+        for (n, refused, status) in [
+            (0, vec![Some(http), Some(http), None], AttemptStatus::Succeeded),
+            (1, vec![Some(model), Some(http)], AttemptStatus::Succeeded),
+            (2, vec![Some(http)], AttemptStatus::Running),
+        ] {
+            let started = store
+                .start_rollout(StartRolloutRequest {
+                    rollout: EnqueueRolloutRequest::new(serde_json::json!({"n": n})),
+                    worker_id: None,
+                })
+                .await
+                .expect("a rollout");
+            let attempt = started.attempt.clone();
+            let spans: Vec<Span> = refused
+                .into_iter()
+                .zip(1..)
+                .map(|(refusal, seq)| {
+                    let mut span = span(&attempt.rollout_id, seq, refusal);
+                    span.attempt_id = attempt.attempt_id.clone();
+                    span
+                })
+                .collect();
+            store.add_spans(spans).await.expect("spans");
+            if status != AttemptStatus::Running {
+                store
+                    .update_attempt(
+                        &attempt.rollout_id,
+                        AttemptRef::Id(&attempt.attempt_id),
+                        AttemptUpdate::status(status),
+                    )
+                    .await
+                    .expect("ended");
+            }
+        }
+        let report = RunReport::collect(&store).await.expect("report");
+        assert_eq!(report.total.succeeded, 2, "{report:?}");
+        let refusals: Vec<(&str, &str, u64, u64)> = report
+            .refusals
+            .iter()
+            .map(|r| (r.refused.as_str(), r.grant.as_str(), r.count, r.rollouts))
+            .collect();
+        assert_eq!(refusals, [(http.0, http.1, 3, 2), (model.0, model.1, 1, 1)]);
     }
 
     #[test]

@@ -210,6 +210,13 @@ pub const SPANS_DROPPED_BY_NAME: &str = "agl.spans.dropped.by_name";
 pub const SPANS_BUDGET_BOUND: &str = "agl.spans.budget.bound";
 pub const SPANS_BUDGET_MAX_COUNT: &str = "agl.spans.budget.max_count";
 pub const SPANS_BUDGET_MAX_BYTES: &str = "agl.spans.budget.max_bytes";
+/// A span of something the sandbox refused the guest (an HTTP request not granted or past its
+/// budget, an LLM model not allowed, a budget spent, a request past its bounds): what was refused,
+/// short and stable (`HTTP to http://127.0.0.1:9`, `LLM model gpt-4o`; no secrets, no prompts),
+/// and the flag or manifest key that would allow it (`--agent-http http://127.0.0.1:9`). Reports
+/// count refusals by the pair.
+pub const SANDBOX_REFUSED: &str = "agl.sandbox.refused";
+pub const SANDBOX_GRANT: &str = "agl.sandbox.grant";
 
 // ---- Names agl-host wrote before these conventions (still read) ------------------------------
 

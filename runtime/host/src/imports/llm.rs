@@ -6,7 +6,7 @@
 //! through the same gate (`algorithm::host_imports`).
 
 use crate::bindings::llm::{self as wit, Host};
-use crate::llm_allowance::{LlmAllowance, LlmRefusal};
+use crate::llm_allowance::{LlmAllowance, LlmRefusal, Refused};
 use crate::policy::{LlmPolicy, SandboxPolicy};
 use crate::sandbox::{Capability, InstanceContext, SandboxError, World};
 use crate::spans::{AttemptTrace, LiveSpan, llm as llm_span, names};
@@ -53,19 +53,26 @@ impl LlmGate {
     }
 
     /// Admits, sends and accounts one converted request: model, budget and size checks, the call
-    /// under its own timeout, token usage. Nothing reaches the backend unless every check passes.
-    pub(crate) async fn call(&mut self, request: &ChatRequest) -> Result<ChatResponse, wit::LlmError> {
+    /// under its own timeout, token usage. Nothing reaches the backend unless every check passes;
+    /// a refusal of those checks comes with what was refused and what would grant it.
+    pub(crate) async fn call(
+        &mut self,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, (wit::LlmError, Option<Refused>)> {
         self.allowance
-            .admit(request, self.backend.default_model())
-            .map_err(|refusal| match refusal {
-                LlmRefusal::ModelNotAllowed(model) => wit::LlmError::ModelNotAllowed(model),
-                LlmRefusal::BudgetExceeded(why) => wit::LlmError::BudgetExceeded(why),
-                LlmRefusal::InvalidRequest(why) => wit::LlmError::InvalidRequest(why),
+            .admit_explained(request, self.backend.default_model())
+            .map_err(|(refusal, refused)| {
+                let error = match refusal {
+                    LlmRefusal::ModelNotAllowed(model) => wit::LlmError::ModelNotAllowed(model),
+                    LlmRefusal::BudgetExceeded(why) => wit::LlmError::BudgetExceeded(why),
+                    LlmRefusal::InvalidRequest(why) => wit::LlmError::InvalidRequest(why),
+                };
+                (error, refused)
             })?;
         let call = self.backend.chat(request);
         match tokio::time::timeout(self.allowance.timeout(), call).await {
-            Err(_) => Err(wit::LlmError::Timeout),
-            Ok(Err(e)) => Err(to_guest_error(e)),
+            Err(_) => Err((wit::LlmError::Timeout, None)),
+            Ok(Err(e)) => Err((to_guest_error(e), None)),
             Ok(Ok(response)) => {
                 self.allowance.charge(&response.usage);
                 Ok(response)
@@ -185,7 +192,7 @@ pub(crate) async fn traced_chat(
     let mut span: Option<LiveSpan> = trace.map(|trace| trace.start(names::LLM, SpanKind::Client, attributes));
     let outcome = match converted {
         Ok(request) => gate.call(&request).await,
-        Err(error) => Err(error),
+        Err(error) => Err((error, None)),
     };
     let spent = [
         KeyValue::new(names::LLM_CALLS_USED, i64::from(gate.calls())),
@@ -199,10 +206,21 @@ pub(crate) async fn traced_chat(
             }
             Ok(to_guest_response(response))
         }
-        Err(error) => {
+        Err((error, refused)) => {
             let (kind, description) = error_kind(&error);
             if let Some(mut span) = span.take() {
-                span.set_attributes([KeyValue::new(names::ERROR_TYPE, kind)].into_iter().chain(spent));
+                let refused = refused.into_iter().flat_map(|r| {
+                    [
+                        KeyValue::new(names::SANDBOX_REFUSED, r.what),
+                        KeyValue::new(names::SANDBOX_GRANT, r.grant),
+                    ]
+                });
+                span.set_attributes(
+                    [KeyValue::new(names::ERROR_TYPE, kind)]
+                        .into_iter()
+                        .chain(spent)
+                        .chain(refused),
+                );
                 span.end_with(Status::error(description));
             }
             Err(error)

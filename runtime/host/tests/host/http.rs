@@ -299,6 +299,13 @@ async fn a_host_not_granted_is_denied_in_the_guest_and_the_denial_recorded() {
         assert!(description(span).contains("is not granted"), "{:?}", span.status);
         assert!(description(span).contains("--agent-http"), "{:?}", span.status);
         assert_eq!(attr(span, "error.type"), "HTTP-request-denied");
+        // Named for the run's summary: the origin (no path) and the flag that grants it.
+        let origin = url.trim_end_matches("/hello");
+        assert_eq!(attr(span, "agl.sandbox.refused"), &json!(format!("HTTP to {origin}")));
+        assert_eq!(
+            attr(span, "agl.sandbox.grant"),
+            &json!(format!("--agent-http {origin}"))
+        );
         assert_eq!(span.parent_id.as_deref(), Some(ran.root().span_id.as_str()));
     }
     assert!(server.seen().is_empty() && other.seen().is_empty(), "nothing was sent");
@@ -421,6 +428,11 @@ async fn the_request_budget_stops_the_third_request() {
         "{:?}",
         denied[0].status
     );
+    assert_eq!(
+        attr(denied[0], "agl.sandbox.refused"),
+        "HTTP requests past 2 per attempt"
+    );
+    assert_eq!(attr(denied[0], "agl.sandbox.grant"), "--agent-http-requests");
     assert!(ran.logs().iter().any(|l| l.contains("HttpRequestDenied")));
 }
 

@@ -238,6 +238,12 @@ impl HttpGate {
     }
 }
 
+/// A refused request's `agl.sandbox.refused` (what was refused, short and stable: no path, no
+/// query) and `agl.sandbox.grant` (the flag that would allow it).
+fn refusal(refused: String, grant: String) -> [KeyValue; 2] {
+    [KeyValue::new(keys::REFUSED, refused), KeyValue::new(keys::GRANT, grant)]
+}
+
 type Sending = Box<dyn Future<Output = Result<send::Sent, Error>> + Send>;
 
 impl WasiHttpHooks for HttpGate {
@@ -260,6 +266,10 @@ impl WasiHttpHooks for HttpGate {
             KeyValue::new(keys::PATH, request.uri().path().to_owned()),
         ]);
         let Some(granted) = self.policy.grant_for(target.scheme, &target.host, target.port) else {
+            span.set(refusal(
+                format!("HTTP to {}", target.origin()),
+                format!("--agent-http {}", target.origin()),
+            ));
             let reason = format!(
                 "{} is not granted (granted: {}); grant it with --agent-http {} or the manifest's [http] allowed-outbound-hosts",
                 target.origin(),
@@ -269,6 +279,10 @@ impl WasiHttpHooks for HttpGate {
             return self.refuse(span, ErrorCode::HttpRequestDenied, "HTTP-request-denied", reason);
         };
         if self.requests >= self.policy.max_requests {
+            span.set(refusal(
+                format!("HTTP requests past {} per attempt", self.policy.max_requests),
+                "--agent-http-requests".to_owned(),
+            ));
             let reason = format!(
                 "the attempt's {} HTTP requests are spent (--agent-http-requests)",
                 self.policy.max_requests

@@ -61,6 +61,8 @@ pub(crate) struct Failure {
     pub error: Error,
     pub kind: &'static str,
     pub reason: String,
+    /// A refusal of the sandbox: what was refused and the grant that would allow it.
+    pub refused: Option<Box<(String, String)>>,
 }
 
 impl Failure {
@@ -69,6 +71,7 @@ impl Failure {
             error,
             kind,
             reason: reason.into(),
+            refused: None,
         }
     }
 }
@@ -107,6 +110,10 @@ pub(crate) async fn send(
             Ok((response, io))
         }
         Err(failure) => {
+            if let Some(refused) = failure.refused {
+                let (refused, grant) = *refused;
+                span.set(super::refusal(refused, grant));
+            }
             span.fail(failure.kind, failure.reason);
             Err(failure.error)
         }
@@ -226,15 +233,21 @@ fn reachable(addresses: Vec<SocketAddr>, granted: Granted, target: &Target) -> R
     }
     match addresses.iter().find_map(|a| non_public(a.ip()).map(|kind| (a, kind))) {
         None => Ok(addresses),
-        Some((address, kind)) => Err(Failure::new(
-            Error::DestinationIpProhibited,
-            "destination-ip-prohibited",
-            format!(
-                "{} resolves to {}, a {kind} address; only a grant naming this host exactly may reach it",
-                target.host,
-                address.ip()
-            ),
-        )),
+        Some((address, kind)) => Err(Failure {
+            refused: Some(Box::new((
+                format!("HTTP to {} at a {kind} address", target.origin()),
+                format!("--agent-http {}", target.origin()),
+            ))),
+            ..Failure::new(
+                Error::DestinationIpProhibited,
+                "destination-ip-prohibited",
+                format!(
+                    "{} resolves to {}, a {kind} address; only a grant naming this host exactly may reach it",
+                    target.host,
+                    address.ip()
+                ),
+            )
+        }),
     }
 }
 
@@ -466,6 +479,9 @@ mod tests {
         };
         assert!(matches!(failure.error, Error::DestinationIpProhibited));
         assert!(failure.reason.contains("169.254.169.254"), "{}", failure.reason);
+        let (what, grant) = *failure.refused.expect("a refusal a grant lifts");
+        assert!(what.starts_with("HTTP to https://api.example.com:443 at a "), "{what}");
+        assert_eq!(grant, "--agent-http https://api.example.com:443");
         let exact = reachable(mixed.clone(), Granted::Exactly, &target).map_err(|f| f.reason);
         assert_eq!(exact, Ok(mixed));
     }

@@ -32,6 +32,8 @@ pub(crate) mod keys {
     /// Requests sent so far in this attempt, this one included.
     pub const REQUESTS_USED: &str = "agl.http.requests_used";
     pub use crate::spans::names::ERROR_TYPE;
+    /// A refused request: what was refused and the flag that would allow it.
+    pub use crate::spans::names::{SANDBOX_GRANT as GRANT, SANDBOX_REFUSED as REFUSED};
 }
 
 /// What one request's span shares between the request, its body and the instance's list of
