@@ -45,7 +45,7 @@ pub use cache::{Compiled, ComponentCache};
 pub use clocks::{VIRTUAL_TICK, attempt_seed};
 pub use engine::{EngineOptions, WasmHost};
 pub use error::HostError;
-pub use llm_allowance::{LlmAllowance, LlmRefusal};
+pub use llm_allowance::{LlmAllowance, LlmRefusal, Refused};
 pub use loaded::Loaded;
 pub use policy::{DirAccess, DirGrant, EnvGrant, LlmBudget, PolicyError, SandboxOptions, SandboxPolicy};
 pub use spans::{SpanExport, SpanRecorder};

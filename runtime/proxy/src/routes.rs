@@ -319,6 +319,27 @@ impl Call {
         }
     }
 
+    /// A capability's call its attempt's LLM policy refused: recorded as the host records the
+    /// same refusal of its `llm` import, with what was refused and the flag that allows it.
+    async fn refused(&self, error: &ProxyError, refused: Option<agl_wasm::Refused>) {
+        if let Some(record) = &self.record {
+            let outcome = Outcome::Failed {
+                why: error.describe(),
+                status: error.status().as_u16(),
+                partial: None,
+            };
+            let mut span = record.span(self.request.as_ref().ok(), outcome, self.shared.config.attribute_cap);
+            if let Some(refused) = refused {
+                span.attributes
+                    .insert(agl_store::semconv::SANDBOX_REFUSED.to_owned(), refused.what.into());
+                span.attributes
+                    .insert(agl_store::semconv::SANDBOX_GRANT.to_owned(), refused.grant.into());
+            }
+            let export = self.shared.config.span_export.as_ref();
+            write(self.shared.store.as_ref(), export, span).await;
+        }
+    }
+
     async fn failed(&self, why: String, status: u16, partial: Option<&ChatResponse>) {
         if let (Some(grant), Some(partial)) = (&self.grant, partial) {
             grant.allowance.charge(&partial.usage);
@@ -581,16 +602,16 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
                 request.model = Some(model.clone());
                 grant
                     .allowance
-                    .admit(&request, default_model)
-                    .map_err(ProxyError::Refused)
+                    .admit_explained(&request, default_model)
+                    .map_err(|(refusal, refused)| (ProxyError::Refused(refusal), refused))
             }
-            Err(why) => Err(ProxyError::BadRequest(format!("not a chat request: {why}"))),
+            Err(why) => Err((ProxyError::BadRequest(format!("not a chat request: {why}")), None)),
         };
-        if let Err(error) = admitted {
+        if let Err((error, refused)) = admitted {
             if !grant.record_refusal() {
                 call.record = None;
             }
-            call.failed(error.describe(), error.status().as_u16(), None).await;
+            call.refused(&error, refused).await;
             return Err(error);
         }
     }
