@@ -25,11 +25,11 @@ Components: --agent and --algo take a .wasm component, or a guest folder — Rus
 Python (pyproject.toml or app.py), JavaScript (package.json) or C (.c files; agents only) — which is
 built into a component in
 the cache ($AGL_CACHE_DIR/guests, else ~/.cache/agl-host/guests; the path of the built component is
-printed; a folder is rebuilt only when its sources change; Python and JavaScript toolchains are
+printed; a folder is rebuilt only when a file its build reads changes, saying why; Python and JavaScript toolchains are
 installed there on first use). `agl-host build DIR -o agent.wasm` builds one without running it. --algo also takes the
 name of a built-in algorithm: baseline or apo (write ./apo for a folder named apo). A sandbox
-manifest beside a .wasm (agent.wasm -> agent.toml) sets its limits and grants; the --agent-*
-flags add to it.";
+manifest sets its limits and grants: a folder's agent.toml (an algorithm folder's algorithm.toml),
+or the file beside a .wasm (agent.wasm -> agent.toml); the --agent-* flags add to it.";
 
 /// The long help's epilogue: the exit codes, then the built-in algorithms.
 fn after_long_help() -> String {

@@ -1,5 +1,7 @@
 //! Loading the components of a command: a guest folder is built into the user's cache first
-//! (and the built component's path printed); the agent gets its sandbox (manifest, then flags),
+//! (and the built component's path printed, and why it was built when it was: `rebuilding
+//! agent: src/lib.rs changed`); the agent gets its sandbox (manifest — a folder's own
+//! `agent.toml`, else the one beside the `.wasm` — then flags),
 //! the algorithm (a file, a folder or a built-in) its own; the engine is sized for them; and a
 //! component that uses the LLM is refused when none is configured. Problems are input errors
 //! (exit 2).
@@ -61,7 +63,11 @@ pub fn build_guest_folder(dir: &Path, role: &str) -> Result<PathBuf, InputError>
     let path = if c {
         crate::c_folder::build(dir, &guest_cache_dir()?)?
     } else {
-        agl_guest_build::build_folder(dir, &guest_cache_dir()?, false)
+        let mut note = |why: &str| {
+            let verb = if why == "first build" { "building" } else { "rebuilding" };
+            stderr_line(&format!("{verb} {role}: {why}"));
+        };
+        agl_guest_build::build_folder_noting(dir, &guest_cache_dir()?, false, &mut note)
             .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?
     };
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());
@@ -123,10 +129,23 @@ pub fn engine(fuel: bool, instances: u32, shape: ComponentShape) -> anyhow::Resu
     WasmHost::new(options).context("starting the WebAssembly engine")
 }
 
+/// The sandbox manifest of a component: a guest folder's own `<role>.toml` (`agent.toml`,
+/// `algorithm.toml`: the built `.wasm` in the cache has a hashed name no one writes beside), else
+/// the file beside the `.wasm` (`x.wasm` → `x.toml`).
+pub fn manifest_path(source: &ComponentSource, component: &Path, role: &str) -> PathBuf {
+    match source {
+        ComponentSource::Folder(dir) => dir.join(format!("{role}.toml")),
+        _ => SandboxPolicy::manifest_path(component),
+    }
+}
+
 /// Builds the agent (if a folder) and sets its sandbox: its manifest, then the flags.
 pub fn plan_agent(source: &ComponentSource, flags: &SandboxOptions) -> anyhow::Result<AgentPlan> {
     let path = component_file(source, "agent")?;
-    let mut policy = SandboxPolicy::for_component(&path).map_err(|e| InputError(e.to_string()))?;
+    let mut policy = SandboxPolicy::default();
+    policy
+        .apply_manifest_file(&manifest_path(source, &path, "agent"))
+        .map_err(|e| InputError(e.to_string()))?;
     policy.apply(flags.clone());
     let (bytes, shape) = read_component(&path)?;
     Ok(AgentPlan {
@@ -155,7 +174,10 @@ pub fn plan_algorithm(source: &ComponentSource, flags: &SandboxOptions) -> anyho
         ),
         ComponentSource::File(_) | ComponentSource::Folder(_) => {
             let path = component_file(source, "algorithm")?;
-            let policy = SandboxPolicy::for_algorithm(&path).map_err(|e| InputError(e.to_string()))?;
+            let mut policy = SandboxPolicy::algorithm_defaults();
+            policy
+                .apply_manifest_file(&manifest_path(source, &path, "algorithm"))
+                .map_err(|e| InputError(e.to_string()))?;
             let (bytes, _) = read_component(&path)?;
             (file_name(&path), Cow::Owned(bytes), policy)
         }

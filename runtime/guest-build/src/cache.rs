@@ -5,6 +5,7 @@
 //! never overwrite each other. A file lock makes the build and the copy one step across processes.
 
 use crate::error::GuestBuildError;
+use crate::fingerprint::{Fingerprint, Sources};
 use crate::{CrateNames, build_now, canonical, read_names};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -12,6 +13,18 @@ use std::path::{Path, PathBuf};
 /// Builds the guest crate in `crate_dir` into `cache_dir` and returns the path of its own copy of
 /// the component there. With `echo`, cargo's progress is copied to stderr as it comes.
 pub fn build_cached(crate_dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+    build_cached_noting(crate_dir, cache_dir, echo, &mut |_| {})
+}
+
+/// [`build_cached`], telling `note` why before a build when the crate's sources changed since its
+/// last build in this cache (or there was none): cargo runs every time, and decides itself what
+/// to recompile (path dependencies outside the folder included).
+pub(crate) fn build_cached_noting(
+    crate_dir: &Path,
+    cache_dir: &Path,
+    echo: bool,
+    note: &mut dyn FnMut(&str),
+) -> Result<PathBuf, GuestBuildError> {
     let cache_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| GuestBuildError::Cache { path, source }
@@ -24,11 +37,17 @@ pub fn build_cached(crate_dir: &Path, cache_dir: &Path, echo: bool) -> Result<Pa
     // Held until `lock` drops: another process's crate of the same name cannot overwrite the
     // shared target's component between this build and its copy.
     lock.lock().map_err(cache_error(&lock_path))?;
-    let built = build_now(&folder, &names, &cache_dir.join("target"), echo)?;
     let destination = cached_component_path(&folder, &names, cache_dir);
+    let fingerprint = Fingerprint::of(&folder, Sources::Rust, &[])?;
+    let previous = Fingerprint::load(cache_dir, &folder).filter(|_| destination.is_file());
+    if previous.as_ref() != Some(&fingerprint) {
+        note(&fingerprint.why(previous.as_ref()));
+    }
+    let built = build_now(&folder, &names, &cache_dir.join("target"), echo)?;
     let partial = destination.with_extension("wasm.partial");
     std::fs::copy(&built, &partial).map_err(cache_error(&partial))?;
     std::fs::rename(&partial, &destination).map_err(cache_error(&destination))?;
+    fingerprint.save(cache_dir, &folder);
     Ok(destination)
 }
 

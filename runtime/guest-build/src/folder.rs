@@ -42,6 +42,19 @@ pub fn detect(dir: &Path) -> Option<GuestLanguage> {
 /// build tool's progress goes to stderr as it comes (Rust); first-use toolchain installs always
 /// say so on stderr.
 pub fn build_folder(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+    build_folder_noting(dir, cache_dir, echo, &mut |_| {})
+}
+
+/// [`build_folder`], telling `note` why a build runs, just before it does: `first build`,
+/// `src/lib.rs changed`, `the SDK or the toolchain changed`... Nothing is told when the cache
+/// holds a component of the same sources. Only the files the build reads are sources (see
+/// `fingerprint.rs`): data, notes, results and the folder's `agent.toml` are not.
+pub fn build_folder_noting(
+    dir: &Path,
+    cache_dir: &Path,
+    echo: bool,
+    note: &mut dyn FnMut(&str),
+) -> Result<PathBuf, GuestBuildError> {
     // The build tools run in the guest's folder: a relative cache path (AGL_CACHE_DIR=target/x)
     // would point elsewhere there.
     let cache_dir = &std::path::absolute(cache_dir).map_err(|source| GuestBuildError::Cache {
@@ -49,9 +62,9 @@ pub fn build_folder(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf,
         source,
     })?;
     match detect(dir) {
-        Some(GuestLanguage::Rust) => crate::build_cached(dir, cache_dir, echo),
-        Some(GuestLanguage::Python) => crate::python::build_cached(dir, cache_dir, echo),
-        Some(GuestLanguage::JavaScript) => crate::js::build_cached(dir, cache_dir, echo),
+        Some(GuestLanguage::Rust) => crate::cache::build_cached_noting(dir, cache_dir, echo, note),
+        Some(GuestLanguage::Python) => crate::python::build_cached(dir, cache_dir, echo, note),
+        Some(GuestLanguage::JavaScript) => crate::js::build_cached(dir, cache_dir, echo, note),
         None => Err(GuestBuildError::UnknownFolder { dir: dir.to_path_buf() }),
     }
 }

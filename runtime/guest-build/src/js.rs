@@ -16,14 +16,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::GuestBuildError;
-use crate::fingerprint::source_digest;
+use crate::fingerprint::{Fingerprint, Sources};
 use crate::{canonical, embedded, tool};
 use toolchain::COMPONENTIZE_JS_VERSION;
 
 /// Builds the JavaScript guest in `dir` into `cache_dir` (unless a component of the same sources
 /// is there already) and returns the component's path. With `echo`, the build script's messages
-/// are copied to stderr as they come.
-pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+/// are copied to stderr as they come; `note` is told why, before a build runs.
+pub(crate) fn build_cached(
+    dir: &Path,
+    cache_dir: &Path,
+    echo: bool,
+    note: &mut dyn FnMut(&str),
+) -> Result<PathBuf, GuestBuildError> {
     let folder = canonical(dir);
     let manifest = folder.join("package.json");
     if !manifest.is_file() {
@@ -33,15 +38,19 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "a JavaScript guest needs package.json"),
         });
     }
-    let digest = fingerprint(&folder, &sdk::sdk_digest())?;
+    let fingerprint = fingerprint(&folder, &sdk::sdk_digest())?;
+    let digest = fingerprint.digest();
     let output = cache_dir.join(format!("{}-{}.wasm", component_name(&folder), &digest[..16]));
     if output.is_file() {
+        fingerprint.save(cache_dir, &folder);
         return Ok(output);
     }
     let _lock = tool::lock(&output.with_extension("wasm.lock"))?;
     if output.is_file() {
+        fingerprint.save(cache_dir, &folder);
         return Ok(output);
     }
+    note(&fingerprint.why(Fingerprint::load(cache_dir, &folder).as_ref()));
     let tools = toolchain::ensure(cache_dir)?;
     let wit = embedded::write_wit(cache_dir)?;
     let sdk_dir = sdk::write_sdk(cache_dir)?;
@@ -67,15 +76,17 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
         path: output.clone(),
         source,
     })?;
+    fingerprint.save(cache_dir, &folder);
     Ok(output)
 }
 
-/// The digest that names the component of `folder`: its sources (`node_modules` excluded), the
-/// embedded SDK and build script (`sdk_digest`), the WIT and the toolchain's pins.
-fn fingerprint(folder: &Path, sdk_digest: &str) -> Result<String, GuestBuildError> {
+/// What names the component of `folder`: its sources (`node_modules` excluded), the embedded SDK
+/// and build script (`sdk_digest`), the WIT and the toolchain's pins.
+fn fingerprint(folder: &Path, sdk_digest: &str) -> Result<Fingerprint, GuestBuildError> {
     let pins = toolchain::install_specs().join("\n");
-    source_digest(
+    Fingerprint::of(
         folder,
+        Sources::JavaScript,
         &[
             sdk_digest.as_bytes(),
             embedded::wit_digest().as_bytes(),
@@ -159,7 +170,9 @@ mod tests {
     fn a_folder_without_package_json_is_refused_before_any_tool_runs() {
         let dir = std::env::temp_dir().join(format!("agl-js-nopkg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let err = build_cached(&dir, &dir.join("cache"), false).unwrap_err().to_string();
+        let err = build_cached(&dir, &dir.join("cache"), false, &mut |_| {})
+            .unwrap_err()
+            .to_string();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(err.contains("a JavaScript guest needs package.json"), "{err}");
     }
@@ -170,7 +183,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("node_modules/x")).expect("dir");
         std::fs::write(dir.join("package.json"), "{\"main\": \"a.js\"}").expect("write");
         std::fs::write(dir.join("a.js"), "export const rollout = 1;").expect("write");
-        let extras = |sdk: &str| fingerprint(&dir, sdk).expect("digest");
+        let extras = |sdk: &str| fingerprint(&dir, sdk).expect("digest").digest();
         let first = extras(&sdk::sdk_digest());
         std::fs::write(dir.join("node_modules/x/index.js"), "junk").expect("write");
         assert_eq!(first, extras(&sdk::sdk_digest()), "node_modules is not a source");

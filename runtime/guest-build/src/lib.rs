@@ -30,7 +30,7 @@ use std::sync::{Mutex, PoisonError};
 
 pub use cache::build_cached;
 pub use error::GuestBuildError;
-pub use folder::{GuestLanguage, build_folder, detect};
+pub use folder::{GuestLanguage, build_folder, build_folder_noting, detect};
 pub use manifest::{CrateNames, crate_names};
 
 /// The Rust target guests are built for.

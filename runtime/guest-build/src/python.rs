@@ -19,15 +19,20 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::GuestBuildError;
-use crate::fingerprint::source_digest;
+use crate::fingerprint::{Fingerprint, Sources};
 use crate::{canonical, embedded, tool};
 use pyproject::Project;
 use toolchain::COMPONENTIZE_PY_VERSION;
 
 /// Builds the Python guest in `dir` into `cache_dir` (unless a component of the same sources is
 /// there already) and returns the component's path. With `echo`, componentize-py's messages are
-/// copied to stderr as they come.
-pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<PathBuf, GuestBuildError> {
+/// copied to stderr as they come; `note` is told why, before a build runs.
+pub(crate) fn build_cached(
+    dir: &Path,
+    cache_dir: &Path,
+    echo: bool,
+    note: &mut dyn FnMut(&str),
+) -> Result<PathBuf, GuestBuildError> {
     let folder = canonical(dir);
     let project = read_project(&folder)?;
     check_module(&folder, &project.module)?;
@@ -39,8 +44,9 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
     } else {
         (embedded::write_wit(cache_dir)?, project.world.as_str())
     };
-    let digest = source_digest(
+    let fingerprint = Fingerprint::of(
         &folder,
+        Sources::Python,
         &[
             &sdk::sdk_digest(),
             embedded::wit_digest().as_bytes(),
@@ -52,8 +58,10 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
             COMPONENTIZE_PY_VERSION.as_bytes(),
         ],
     )?;
+    let digest = fingerprint.digest();
     let output = cache_dir.join(format!("{}-{}.wasm", component_name(&project, &folder), &digest[..16]));
     if output.is_file() {
+        fingerprint.save(cache_dir, &folder);
         return Ok(output);
     }
     let stem = output
@@ -62,8 +70,10 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
         .unwrap_or_default();
     let _lock = tool::lock(&cache_dir.join("python").join("locks").join(format!("{stem}.lock")))?;
     if output.is_file() {
+        fingerprint.save(cache_dir, &folder);
         return Ok(output);
     }
+    note(&fingerprint.why(Fingerprint::load(cache_dir, &folder).as_ref()));
     let tools = toolchain::ensure(cache_dir)?;
     let site = toolchain::ensure_site(&tools, cache_dir, &project.dependencies)?;
     let sdk_dir = sdk::write_sdk(cache_dir)?;
@@ -85,6 +95,7 @@ pub(crate) fn build_cached(dir: &Path, cache_dir: &Path, echo: bool) -> Result<P
         path: output.clone(),
         source,
     })?;
+    fingerprint.save(cache_dir, &folder);
     Ok(output)
 }
 

@@ -5,7 +5,8 @@
 //! and its options (e.g. [`LimitsOptions`]), declared once for both the TOML manifest (serde,
 //! kebab-case keys, unknown keys refused) and the command line (clap flags, the same doc comment
 //! as help). The layers are one rule, [`Layer::apply`]: defaults, then the manifest beside the
-//! `.wasm` (`agent.wasm` → `agent.toml`), then the flags; a value set replaces, grants add up.
+//! `.wasm` (`agent.wasm` → `agent.toml`; for a guest folder, the folder's own `agent.toml` or
+//! `algorithm.toml`, read by the CLI), then the flags; a value set replaces, grants add up.
 //! Spellings follow the wasmtime CLI (`--dir HOST::GUEST`, `--env NAME[=VAL]`, sizes like `256MiB`,
 //! durations like `300s`), parsed by the value types of [`value`] for both.
 //!
@@ -193,16 +194,21 @@ impl SandboxPolicy {
 
     /// Applies the manifest beside `component`, if it has one.
     fn apply_manifest_beside(&mut self, component: &Path) -> Result<(), PolicyError> {
-        let manifest = Self::manifest_path(component);
+        self.apply_manifest_file(&Self::manifest_path(component))
+    }
+
+    /// Applies the manifest file `manifest` if there is one (an agent folder's `agent.toml`, say);
+    /// an unreadable or invalid one is an error that names it.
+    pub fn apply_manifest_file(&mut self, manifest: &Path) -> Result<(), PolicyError> {
         if !manifest.is_file() {
             return Ok(());
         }
-        let text = std::fs::read_to_string(&manifest).map_err(|e| PolicyError::ManifestUnreadable {
-            path: manifest.clone(),
+        let text = std::fs::read_to_string(manifest).map_err(|e| PolicyError::ManifestUnreadable {
+            path: manifest.to_path_buf(),
             message: e.to_string(),
         })?;
         self.apply_manifest(&text).map_err(|e| PolicyError::ManifestInvalid {
-            path: manifest,
+            path: manifest.to_path_buf(),
             message: e.to_string(),
         })
     }

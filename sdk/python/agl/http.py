@@ -212,8 +212,8 @@ def error_for_code(case: str, value: Any, target: Optional[Target]) -> tuple[typ
     if case == "HttpRequestDenied":
         return HttpDenied, (
             f"denied by the sandbox: {origin} is not granted to this agent (grant it with "
-            f"`--agent-http {origin}` or the manifest's `allowed-outbound-hosts`), or the attempt's "
-            "HTTP request budget is spent (`--agent-http-requests`)"
+            f"`--agent-http {origin}` or `[http] allowed-outbound-hosts` in the agent folder's `agent.toml`), "
+            "or the attempt's HTTP request budget is spent (`--agent-http-requests`)"
         )
     if case == "DestinationIpProhibited":
         return HttpConnectError, (

@@ -235,8 +235,8 @@ impl Target {
 fn describe(code: &ErrorCode) -> String {
     match code {
         ErrorCode::HttpRequestDenied => {
-            "denied by the sandbox: this host is not granted (allowed-outbound-hosts in the agent's manifest, \
-             or --agent-http), or the attempt's request budget is spent"
+            "denied by the sandbox: this host is not granted ([http] allowed-outbound-hosts in the agent's \
+             manifest, agent.toml in its folder, or --agent-http), or the attempt's request budget is spent"
                 .to_string()
         }
         ErrorCode::DnsTimeout => "DNS lookup timed out".to_string(),

@@ -271,7 +271,8 @@ impl WasiHttpHooks for HttpGate {
                 format!("--agent-http {}", target.origin()),
             ));
             let reason = format!(
-                "{} is not granted (granted: {}); grant it with --agent-http {} or the manifest's [http] allowed-outbound-hosts",
+                "{} is not granted (granted: {}); grant it with --agent-http {} or [http] allowed-outbound-hosts in the manifest \
+                 (agent.toml in the agent's folder, or NAME.toml beside NAME.wasm)",
                 target.origin(),
                 self.granted_list(),
                 target.origin()
