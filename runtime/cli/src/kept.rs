@@ -2,9 +2,11 @@
 //! database of its own under `.agl/runs/` in the working directory (`--db`/`AGL_DB` name another
 //! store, `--db memory` keeps nothing); the run record (what ran, when, how it ended, its
 //! results) is written into that store at the start and at the end, its command line with the
-//! secrets hidden (`redact`).
+//! secrets hidden (`redact`). A run against a remote store (`run --store URL`) keeps its record
+//! in that store, over HTTP (`PUT /v1/agl-host/run`), the same record at the same moments.
 
 use crate::inputs::InputError;
+use agl_client::HttpStoreClient;
 use agl_store::{RunRecord, StoreBackend, StoreOptions};
 use agl_store_db::DbUrl;
 use anyhow::Context;
@@ -17,10 +19,17 @@ pub const RUNS_DIR: &str = ".agl/runs";
 
 /// The store of one run, and how to name it to the user.
 pub struct KeptRun {
-    pub store: Arc<dyn StoreBackend>,
     pub run_id: String,
-    pub url: DbUrl,
+    keeper: Keeper,
     record: RunRecord,
+}
+
+/// Where a run record is written.
+enum Keeper {
+    /// A store this process opened (`--db`, or a file of its own under `.agl/runs/`).
+    Local { store: Arc<dyn StoreBackend>, url: DbUrl },
+    /// A store served elsewhere (`run --store URL`), over HTTP.
+    Remote { client: HttpStoreClient },
 }
 
 /// `run-YYYYMMDD-HHMMSS-xxxx` (UTC): sorts by start time, unique enough with the random tail.
@@ -66,8 +75,44 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
         ))
         .into());
     }
-    let record = RunRecord {
-        run_id: run_id.clone(),
+    let kept = KeptRun {
+        record: new_record(run_id.clone(), agent, algorithm),
+        run_id,
+        keeper: Keeper::Local { store, url },
+    };
+    kept.save().await?;
+    Ok(kept)
+}
+
+/// The run record of the remote store `client` serves (`run --store URL`), written as `running`.
+/// A store keeps one run: one that keeps another run's record refuses this one (the server
+/// says which run it keeps), and the run does not start.
+pub async fn open_remote(client: HttpStoreClient, agent: &str, algorithm: &str) -> anyhow::Result<KeptRun> {
+    let run_id = new_run_id(SystemTime::now());
+    let record = new_record(run_id.clone(), agent, algorithm);
+    match client.save_run_record(&record).await {
+        Ok(_) => {}
+        Err(agl_store::StoreError::InvalidArgument(reason)) => {
+            return Err(InputError(format!("--store {}: {reason}", client.base_url())).into());
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "writing the run record into the store at {}",
+                client.base_url()
+            )));
+        }
+    }
+    Ok(KeptRun {
+        run_id,
+        keeper: Keeper::Remote { client },
+        record,
+    })
+}
+
+/// The record of a run starting now, as `agl-host` was started (its command line redacted).
+fn new_record(run_id: String, agent: &str, algorithm: &str) -> RunRecord {
+    RunRecord {
+        run_id,
         started_at: unix_now(),
         finished_at: None,
         status: "running".to_owned(),
@@ -77,17 +122,7 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
         directory: std::env::current_dir().ok().map(|d| d.display().to_string()),
         resumed_at: Vec::new(),
         results: None,
-    };
-    store
-        .save_run(&record)
-        .await
-        .with_context(|| format!("writing the run record into {}", url.redacted()))?;
-    Ok(KeptRun {
-        store,
-        run_id,
-        url,
-        record,
-    })
+    }
 }
 
 impl KeptRun {
@@ -97,27 +132,53 @@ impl KeptRun {
         record.finished_at = None;
         record.resumed_at.push(unix_now());
         Self {
-            store,
             run_id: record.run_id.clone(),
-            url,
+            keeper: Keeper::Local { store, url },
             record,
+        }
+    }
+
+    /// The store this process opened for the run; `None` for a remote store's run.
+    pub fn local_store(&self) -> Option<&Arc<dyn StoreBackend>> {
+        match &self.keeper {
+            Keeper::Local { store, .. } => Some(store),
+            Keeper::Remote { .. } => None,
+        }
+    }
+
+    /// The URL of the remote store keeping the run (`run --store URL`).
+    pub fn remote_url(&self) -> Option<&str> {
+        match &self.keeper {
+            Keeper::Remote { client } => Some(client.base_url()),
+            Keeper::Local { .. } => None,
         }
     }
 
     /// Writes the run record as it stands.
     pub async fn save(&self) -> anyhow::Result<()> {
-        self.store
-            .save_run(&self.record)
-            .await
-            .with_context(|| format!("writing the run record into {}", self.url.redacted()))
+        match &self.keeper {
+            Keeper::Local { store, url } => store
+                .save_run(&self.record)
+                .await
+                .with_context(|| format!("writing the run record into {}", url.redacted())),
+            Keeper::Remote { client } => client
+                .save_run_record(&self.record)
+                .await
+                .map(drop)
+                .with_context(|| format!("writing the run record into the store at {}", client.base_url())),
+        }
     }
 
-    /// Where the run is kept, for the user: the database file, or the URL; `None` in memory.
+    /// Where the run is kept, for the user: the database file, or the URL; `None` in memory, or
+    /// in a remote store (see [`Self::remote_url`]).
     pub fn place(&self) -> Option<String> {
-        match &self.url {
-            DbUrl::Memory => None,
-            DbUrl::Sqlite(path) => Some(path.display().to_string()),
-            other => Some(other.redacted()),
+        match &self.keeper {
+            Keeper::Local { url: DbUrl::Memory, .. } | Keeper::Remote { .. } => None,
+            Keeper::Local {
+                url: DbUrl::Sqlite(path),
+                ..
+            } => Some(path.display().to_string()),
+            Keeper::Local { url, .. } => Some(url.redacted()),
         }
     }
 
@@ -126,13 +187,12 @@ impl KeptRun {
         self.record.status = status.to_owned();
         self.record.finished_at = Some(unix_now());
         self.record.results = Some(results);
-        self.store
-            .save_run(&self.record)
-            .await
-            .with_context(|| format!("writing the run record into {}", self.url.redacted()))?;
+        self.save().await?;
         // Compact on disk for whoever opens it next; the run is kept either way.
-        if let Err(error) = self.store.checkpoint().await {
-            tracing::warn!("could not compact {}: {error}", self.url.redacted());
+        if let Keeper::Local { store, url } = &self.keeper
+            && let Err(error) = store.checkpoint().await
+        {
+            tracing::warn!("could not compact {}: {error}", url.redacted());
         }
         Ok(())
     }

@@ -168,7 +168,16 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let progress = Arc::new(Progress::new(show, log_level));
     let mut replay = None;
     let (store, mut kept): (Arc<dyn LightningStore>, Option<KeptRun>) = match remote_store {
-        Some(client) => (Arc::new(client), None),
+        // The remote store keeps the run record too (`agl-host show --db`, its dashboard, `runs`).
+        Some(client) => {
+            let kept = kept::open_remote(client.clone(), &agent_name, &algo_name).await?;
+            stderr_line(&format!(
+                "run {} · kept in the store at {}",
+                kept.run_id,
+                client.base_url()
+            ));
+            (Arc::new(client), Some(kept))
+        }
         None if common.resume.is_some() => {
             let url = db.ok_or_else(|| crate::inputs::InputError("--resume needs the run's store".into()))?;
             let (kept, replaying) = crate::resume::reopen(url).await?;
@@ -181,13 +190,17 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
                 Some(place) => format!("run {} · kept in {place}", kept.run_id),
                 None => format!("run {} · kept in memory only (--db memory)", kept.run_id),
             });
-            (kept.store.clone(), Some(kept))
+            let store: Arc<dyn LightningStore> = kept
+                .local_store()
+                .context("a run kept by this process has its store here")?
+                .clone();
+            (store, Some(kept))
         }
     };
     // The web dashboard on its own address: the run's store, as kept, with the page at /.
-    let dashboard = match (common.dashboard, &kept) {
-        (Some(addr), Some(kept)) => {
-            let handle = crate::dashboard_cmd::serve_run(kept.store.clone(), addr, &common.edge).await?;
+    let dashboard = match (common.dashboard, kept.as_ref().and_then(KeptRun::local_store)) {
+        (Some(addr), Some(kept_store)) => {
+            let handle = crate::dashboard_cmd::serve_run(kept_store.clone(), addr, &common.edge).await?;
             stderr_line(&format!("dashboard at {}", crate::dashboard_cmd::url(&handle, None)));
             Some(handle)
         }
@@ -379,6 +392,12 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         output::print(&format!(
             "  run {id} kept: agl-host show {id} (or in a browser: agl-host dashboard {id})\n",
             id = kept.run_id
+        ));
+    }
+    if let Some((kept, url)) = kept.as_ref().and_then(|k| Some((k, k.remote_url()?))) {
+        output::print(&format!(
+            "  run {} kept in the store at {url}: agl-host show --db <that store's --db> (or in a browser: {url}/)\n",
+            kept.run_id
         ));
     }
     // Served until the run record says how the run ended (a kept run opens again with

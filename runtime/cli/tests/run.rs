@@ -628,7 +628,15 @@ fn client_server_survives_a_runner_killed_mid_rollout() {
 
 /// `agl-host store` on a free port (one serving thread), and its URL once it listens.
 fn start_store(token: Option<&str>) -> (Child, String) {
+    start_store_on(token, None)
+}
+
+/// [`start_store`] keeping its store in `db` (`--db`) when given.
+fn start_store_on(token: Option<&str>, db: Option<&str>) -> (Child, String) {
     let mut cli = Cli::new("store").flag("--port", "0").flag("--threads", "1");
+    if let Some(db) = db {
+        cli = cli.flag("--db", db);
+    }
     if let Some(token) = token {
         cli = cli.flag("--token", token);
     }
@@ -758,6 +766,92 @@ fn a_remote_runner_serves_a_store_started_by_agl_host_store() {
         .expect("kill");
     assert!(stop.success());
     assert!(store.wait().expect("store exits").success());
+}
+
+#[test]
+fn a_run_against_a_remote_store_keeps_its_run_record_in_that_store() {
+    let dir = temp_dir("remote-record");
+    let file = dir.join("store.db");
+    let db = format!("sqlite:{}", file.display());
+    let (mut store, url) = start_store_on(Some("s3cret"), Some(&db));
+    let (mut runner, _runner_lines) = start_probe_runner(&url, &["--token", "s3cret"]);
+    let (train, out) = (dir.join("train.jsonl"), dir.join("results.json"));
+    write_jsonl(&train, &vec![serde_json::json!({"do": "reward", "value": 1.0}); 3]);
+    let remote_run = || {
+        Cli::new("run")
+            .flag("--store", &url)
+            .flag("--token", "s3cret")
+            .flag("--algo", "baseline")
+            .flag("--train", &train)
+            .flag("--output", &out)
+            .output()
+    };
+    let run = remote_run();
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let run_id = results["run_id"].as_str().expect("the results name the run").to_owned();
+    assert!(
+        text(&run).contains(&format!("run {run_id} kept in the store at {url}")),
+        "{}",
+        text(&run)
+    );
+
+    // The store's own route answers the record, ended, with the results; the token hidden.
+    let http = reqwest::blocking::Client::new();
+    let record: Value = http
+        .get(format!("{url}/v1/agl-host/run"))
+        .bearer_auth("s3cret")
+        .send()
+        .and_then(reqwest::blocking::Response::json)
+        .expect("the run record");
+    assert_eq!(record["run_id"], run_id.as_str(), "{record:#}");
+    assert_eq!(record["status"], "completed", "{record:#}");
+    assert!(record["finished_at"].is_f64(), "{record:#}");
+    assert_eq!(record["results"]["splits"]["train"]["succeeded"], 3, "{record:#}");
+    let command = record["command"].to_string();
+    assert!(command.contains("--store") && !command.contains("s3cret"), "{command}");
+
+    // Writing a record takes the store's token and a JSON body.
+    let put = |token: &str, content_type: &str, body: String| {
+        http.put(format!("{url}/v1/agl-host/run"))
+            .bearer_auth(token)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .expect("an answer")
+            .status()
+            .as_u16()
+    };
+    let mut other = record.clone();
+    other["run_id"] = "run-other".into();
+    assert_eq!(put("wrong", "application/json", record.to_string()), 401);
+    assert_eq!(put("s3cret", "text/plain", record.to_string()), 415);
+    assert_eq!(put("s3cret", "application/json", "{\"run_id\": 1}".into()), 422);
+    // A store keeps one run: another run's record is refused, and a second run does not start.
+    assert_eq!(put("s3cret", "application/json", other.to_string()), 409);
+    let again = remote_run();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(
+        text(&again).contains(&format!("already keeps run {run_id} (completed")),
+        "{}",
+        text(&again)
+    );
+
+    // `show --db` and `runs` over the store's file read it as they read a run kept here.
+    let show = Cli::new("show").flag("--db", &db).output();
+    assert!(show.status.success(), "{}", text(&show));
+    assert!(
+        text(&show).contains(&run_id) && text(&show).contains("completed"),
+        "{}",
+        text(&show)
+    );
+    for child in [&mut runner, &mut store] {
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let _ = child.wait();
+    }
+    let runs = Cli::new("runs").flag("--dir", &dir).output();
+    assert!(runs.status.success(), "{}", text(&runs));
+    assert!(text(&runs).contains(&run_id), "{}", text(&runs));
 }
 
 /// The final reward among spans, read the way the runner's reward spans are written.

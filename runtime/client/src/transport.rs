@@ -144,8 +144,38 @@ impl HttpStoreClient {
         }
     }
 
+    /// `path` under `/v1/agl/`, or, starting with `/`, under the server's root (agl-host's own
+    /// routes, `/v1/agl-host/...`).
     fn url<B: Serialize + ?Sized, Q: Serialize + ?Sized>(&self, call: &Call<'_, B, Q>) -> String {
-        format!("{}/v1/agl/{}", self.base, call.path)
+        match call.path.strip_prefix('/') {
+            Some(path) => format!("{}/{path}", self.base),
+            None => format!("{}/v1/agl/{}", self.base, call.path),
+        }
+    }
+
+    /// `PUT /v1/agl-host/run` (agl-host's own route, not the 0.3.0 API): keeps `record` as the
+    /// store's run record. A store keeping another run's record refuses it (`InvalidArgument`
+    /// with the server's reason).
+    pub async fn save_run_record(&self, record: &agl_store::RunRecord) -> StoreResult<agl_store::RunRecord> {
+        let call = Call {
+            method: Method::PUT,
+            path: "/v1/agl-host/run".into(),
+            body: Some(record),
+            query: None::<&()>,
+            extra_timeout: Duration::ZERO,
+        };
+        let missing: NotFound = Box::new(|| {
+            StoreError::InvalidArgument(
+                "the store has no PUT /v1/agl-host/run route (not an `agl-host store` of this version)".into(),
+            )
+        });
+        self.send(call, missing).await
+    }
+
+    /// `GET /v1/agl-host/run`: the store's run record; `None` when it keeps none (or has no such
+    /// route).
+    pub async fn run_record(&self) -> StoreResult<Option<agl_store::RunRecord>> {
+        self.send_optional(Call::get("/v1/agl-host/run".into())).await
     }
 
     /// The answer's text on success, or a final (non-retryable) status with its detail; transient

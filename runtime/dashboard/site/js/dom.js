@@ -17,6 +17,16 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
+/**
+ * Replaces `el`'s children with `children`, skipped and flattened as `h` does (the DOM's own
+ * `replaceChildren(null)` would show the text "null").
+ */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
 function append(el, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;

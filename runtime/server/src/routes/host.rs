@@ -1,19 +1,23 @@
-//! agl-host's own read-only routes under `/v1/agl-host/`, for the dashboard: what the 0.3.0 API
-//! does not say. The run record (`GET /v1/agl-host/run`), each rollout's outcome read from its
+//! agl-host's own routes under `/v1/agl-host/`, for the dashboard: what the 0.3.0 API does not
+//! say. The run record (`GET /v1/agl-host/run`; `PUT` keeps one, for `agl-host run --store URL`),
+//! each rollout's outcome read from its
 //! latest attempt's spans through the adapter (`GET /v1/agl-host/outcomes`: final reward, the
 //! reward a mean counts, LLM calls, tokens, and why no triplet came out), and one attempt's LLM calls as triplets. Nothing
-//! here writes to the store.
+//! else here writes to the store.
 
 use super::rollouts;
-use crate::error::ApiResult;
-use crate::extract::PathParams;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{PathParams, parse_json};
 use crate::json::Json;
 use crate::query_string;
 use agl_store::{
     LightningStore, Paginated, RolloutQuery, RolloutStatus, RunRecord, Span, SpanQuery, StatusCode, StoreBackend,
 };
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{RawQuery, State};
+use axum::http::StatusCode as HttpStatus;
 use axum::routing::get;
 use serde::Serialize;
 use std::sync::Arc;
@@ -22,7 +26,7 @@ use std::sync::Arc;
 /// [`crate::serve_with`], under the same token.
 pub fn host_routes(backend: Arc<dyn StoreBackend>) -> Router {
     Router::new()
-        .route("/v1/agl-host/run", get(run_record))
+        .route("/v1/agl-host/run", get(run_record).put(save_run_record))
         .route("/v1/agl-host/outcomes", get(outcomes))
         .route(
             "/v1/agl-host/rollouts/{rollout_id}/attempts/{attempt_id}/llm-calls",
@@ -36,6 +40,34 @@ type Backend = State<Arc<dyn StoreBackend>>;
 /// `GET /v1/agl-host/run` → the run record the store keeps, or `null`.
 async fn run_record(State(backend): Backend) -> ApiResult<Json<Option<RunRecord>>> {
     Ok(Json(backend.run_record().await?))
+}
+
+/// `PUT /v1/agl-host/run` with a run record (JSON; the edge refuses other content types, 415) →
+/// the record, kept: how `agl-host run --store URL` keeps its run in the store it runs against, at
+/// its start and at its end. A store keeps one run: a record of another run id is refused (409)
+/// and stays as it was.
+async fn save_run_record(State(backend): Backend, body: Result<Bytes, BytesRejection>) -> ApiResult<Json<RunRecord>> {
+    let body = body.map_err(|e| ApiError::bad_request(format!("cannot read the request body: {}", e.body_text())))?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::unprocessable("a JSON request body is required"));
+    }
+    let record: RunRecord = parse_json(&body)?;
+    if let Some(kept) = backend.run_record().await?
+        && kept.run_id != record.run_id
+    {
+        return Err(ApiError::new(
+            HttpStatus::CONFLICT,
+            format!(
+                "this store already keeps run {} ({}, started by `agl-host {}`); a store keeps one run: \
+                 serve another one (`agl-host store --db ...`) for this run",
+                kept.run_id,
+                kept.status,
+                kept.command.join(" ")
+            ),
+        ));
+    }
+    backend.save_run(&record).await?;
+    Ok(Json(record))
 }
 
 /// What a rollout's latest attempt came to, read from its spans.

@@ -4,7 +4,7 @@
 // it recorded. While the rollout is unfinished, the view is redrawn as its spans arrive.
 
 import { all, get, optional } from "../api.js";
-import { h, score, duration, time, status, oneLine } from "../dom.js";
+import { h, fill, score, duration, time, status, oneLine } from "../dom.js";
 import { isFinished } from "../run-data.js";
 import { setParams } from "../router.js";
 import { flatten, timeline, kind, summary, failureOf, logsOf, rewardsOf } from "../span-tree.js";
@@ -13,7 +13,7 @@ export async function render(context) {
   const root = h("section", { "data-view": "rollout" });
   const paint = async () => {
     const { rollout, content } = await load(context);
-    root.replaceChildren(...content);
+    fill(root, content);
     return rollout;
   };
   const rollout = await paint();
@@ -115,7 +115,7 @@ function waterfall(spans, onPick) {
 function showSpan(panel, span, call) {
   panel.hidden = false;
   const attributes = Object.entries(span.attributes ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  panel.replaceChildren(
+  fill(panel,
     h("h3", {}, span.name, " ", h("span", { class: "muted mono" }, span.span_id)),
     h("p", {}, `${time(span.start_time)} · ${duration((span.end_time ?? span.start_time) - span.start_time)} · status ${span.status?.status_code ?? "?"}`,
       span.status?.description ? ` (${span.status.description})` : ""),

@@ -2,7 +2,7 @@
 // reward or start, live updates while rollouts are still running. A click opens the rollout.
 
 import { loadRun, isAlgorithmRollout, isFinished } from "../run-data.js";
-import { h, score, duration, time, status, oneLine, select } from "../dom.js";
+import { h, fill, score, duration, time, status, oneLine, select } from "../dom.js";
 import { setParams } from "../router.js";
 
 /** Rows drawn at once unless all are asked for (a big run's table stays quick to redraw). */
@@ -14,7 +14,7 @@ export async function render(context) {
   const root = h("section", { "data-view": "rollouts" });
   const paint = async () => {
     const data = await loadRun();
-    root.replaceChildren(...content(data.rows, filters));
+    fill(root, content(data.rows, filters));
     return data;
   };
   const { record, rows } = await paint();

@@ -2,14 +2,14 @@
 // split, best score; reward over time and per resources version (charts).
 
 import { loadRun, countByStatus, countedReward, meanByMode, meanByVersion, taskRows, isFinished } from "../run-data.js";
-import { h, card, score, duration, time, status } from "../dom.js";
+import { h, fill, card, score, duration, time, status } from "../dom.js";
 import { lineChart, barChart } from "../chart.js";
 
 export async function render(context) {
   const root = h("section", { "data-view": "run" });
   const paint = async () => {
     const data = await loadRun();
-    root.replaceChildren(...content(data));
+    fill(root, content(data));
     return data;
   };
   const data = await paint();

@@ -4,13 +4,13 @@
 
 import { get, ROOT, runBase } from "../api.js";
 import { runSummary, splitsOf } from "../runs-data.js";
-import { h, score, duration, time, status } from "../dom.js";
+import { h, fill, score, duration, time, status } from "../dom.js";
 
 export async function render(context) {
   const root = h("section", { "data-view": "runs" });
   const paint = async () => {
     const summaries = (await get("/v1/agl-host/runs", {}, ROOT)).map((entry) => runSummary(entry));
-    root.replaceChildren(...content(summaries));
+    fill(root, content(summaries));
     return summaries;
   };
   const summaries = await paint();

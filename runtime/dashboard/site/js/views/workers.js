@@ -1,13 +1,13 @@
 // The runners the store knows: status, last heartbeat, what each is running now.
 
 import { all } from "../api.js";
-import { h, time, status, duration } from "../dom.js";
+import { h, fill, time, status, duration } from "../dom.js";
 
 export async function render(context) {
   const root = h("section", { "data-view": "workers" });
   const paint = async () => {
     const workers = await all("/v1/agl/workers");
-    root.replaceChildren(...content(workers));
+    fill(root, content(workers));
     return workers;
   };
   const workers = await paint();
