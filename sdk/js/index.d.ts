@@ -17,11 +17,16 @@ export interface RolloutContext {
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
-/** A tool call the model made; `arguments` is JSON text as the model wrote it. */
+/**
+ * A tool call the model made, its arguments both ways as in every SDK: `argumentsJson` is the JSON
+ * text exactly as the model wrote it; `arguments` is that text parsed (a non-enumerable getter that
+ * throws SyntaxError when read if the model wrote invalid JSON).
+ */
 export interface ToolCall {
   id: string;
   name: string;
-  arguments: string;
+  argumentsJson: string;
+  readonly arguments: any;
 }
 
 /** One message of a conversation. */
@@ -30,8 +35,12 @@ export interface Message {
   content?: string;
   /** For role `tool`: the id of the tool call this message answers. */
   toolCallId?: string;
-  /** For role `assistant`: the tool calls the model made (`arguments` may be an object here). */
-  toolCalls?: Array<{ id: string; name: string; arguments?: string | object }>;
+  /**
+   * For role `assistant`: the tool calls the model made (a reply's `ToolCall`s, sent with their
+   * `argumentsJson` as written; or calls of your own with `argumentsJson`, or `arguments` as an
+   * object or JSON text).
+   */
+  toolCalls?: Array<{ id: string; name: string; argumentsJson?: string; arguments?: string | object }>;
 }
 
 /** A tool the model may call; `parameters` is the JSON schema of its arguments (object or text). */

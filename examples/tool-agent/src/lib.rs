@@ -72,7 +72,7 @@ fn run_tool(ctx: &Ctx, service: &str, call: &ToolCall) -> String {
     if call.name != "lookup_capital" {
         return format!("error: there is no tool called {}", call.name);
     }
-    let args: LookupArgs = match agl_sdk::serde_json::from_str(&call.arguments_json) {
+    let args: LookupArgs = match call.arguments() {
         Ok(args) => args,
         Err(e) => return format!("error: the arguments are not {{\"country\": string}}: {e}"),
     };

@@ -27,7 +27,10 @@
 //!   neither, such a message just has to exist). Messages are searched latest first.
 //! - `reply` may use `{1}`, `{2}`, ... for the capture groups of the rule's last `matches`
 //!   condition, `{0}` for the whole match and `{name}` for a named group; braces naming no group
-//!   are left as they are.
+//!   are left as they are. The same captures fill each tool call's `id`, `name` and every string
+//!   inside its `arguments` (nested ones too; object keys, numbers and booleans stay as written):
+//!   they are substituted into the parsed strings, so the arguments text stays valid JSON whatever
+//!   a capture holds (quotes and backslashes come out escaped). The `fallback` has no captures.
 //! - `finish_reason`: default `"stop"`, or `"tool_calls"` when `tool_calls` is non-empty.
 //!   `tool_calls[].arguments` is any JSON, answered as its text; `id` defaults to `call-N`.
 //! - `usage`: each missing count is computed: `input_tokens` = whitespace-separated words over

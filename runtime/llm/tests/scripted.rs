@@ -204,6 +204,43 @@ async fn tool_calls_finish_reasons_and_model() {
 }
 
 #[tokio::test]
+async fn captures_fill_tool_call_names_ids_and_argument_strings_as_valid_json() {
+    let b = backend(
+        r#"{"rules": [
+            {"when": [{"role": "user", "matches": "(?<tool>\\w+)\\((.*)\\) as (\\w+)"}], "tool_calls": [
+                {"id": "call-{3}", "name": "{tool}", "arguments": {
+                    "expr": "{2}", "whole": "<{0}>", "n": 1, "list": ["{3}", {"deep": "{2}!"}], "{1}": "key kept", "left": "{9}"
+                }},
+                {"name": "echo", "arguments": "{2}"}
+            ]}
+        ], "fallback": {"tool_calls": [{"name": "f", "arguments": {"a": "{1}"}}]}}"#,
+    );
+    // The capture holds quotes, a backslash and a tab: it must be escaped inside the JSON strings.
+    let capture = "say \"hi\" \\ \t";
+    let response = ask(&b, vec![Message::user(format!("calc({capture}) as c9"))])
+        .await
+        .unwrap();
+    assert_eq!(response.finish_reason, "tool_calls");
+    let calls = &response.tool_calls;
+    assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("call-c9", "calc"));
+    let args: serde_json::Value = serde_json::from_str(&calls[0].arguments).expect("arguments stay valid JSON");
+    assert_eq!(
+        args,
+        serde_json::json!({
+            "expr": capture, "whole": format!("<calc({capture}) as c9>"), "n": 1,
+            "list": ["c9", {"deep": format!("{capture}!")}], "{1}": "key kept", "left": "{9}"
+        })
+    );
+    assert_eq!((calls[1].id.as_str(), calls[1].name.as_str()), ("call-2", "echo"));
+    let text: serde_json::Value = serde_json::from_str(&calls[1].arguments).unwrap();
+    assert_eq!(text, serde_json::Value::String(capture.into()));
+
+    // The fallback has no captures: its braces stay as written.
+    let response = ask(&b, vec![Message::user("nothing")]).await.unwrap();
+    assert_eq!(response.tool_calls[0].arguments, r#"{"a":"{1}"}"#);
+}
+
+#[tokio::test]
 async fn fallback_answers_when_nothing_matches_and_no_fallback_is_an_error() {
     let with =
         backend(r#"{"rules": [{"when": [{"contains": "x"}], "reply": "x"}], "fallback": {"reply": "I do not know."}}"#);

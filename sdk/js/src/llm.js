@@ -42,13 +42,35 @@ function jsonText(value, what) {
 
 function toWitToolCall(call, i, where) {
   if (call === null || typeof call !== 'object') {
-    fail(`${where}.toolCalls[${i}] must be an object {id, name, arguments}`);
+    fail(`${where}.toolCalls[${i}] must be an object {id, name, argumentsJson or arguments}`);
   }
+  // `argumentsJson` (a reply's tool call) is sent as it is, unparsed; else `arguments`, text or value.
+  const argumentsJson =
+    call.argumentsJson !== undefined
+      ? text(call.argumentsJson, `${where}.toolCalls[${i}].argumentsJson`)
+      : jsonText(call.arguments ?? '{}', `${where}.toolCalls[${i}].arguments`);
   return {
     id: text(call.id, `${where}.toolCalls[${i}].id`),
     name: text(call.name, `${where}.toolCalls[${i}].name`),
-    argumentsJson: jsonText(call.arguments ?? '{}', `${where}.toolCalls[${i}].arguments`),
+    argumentsJson,
   };
+}
+
+/**
+ * A tool call the model made, its arguments both ways as in every SDK: `argumentsJson` is the JSON
+ * text exactly as the model wrote it; `arguments` is that text parsed, a getter that throws
+ * SyntaxError when read if the model wrote invalid JSON (not enumerable, like a property of a
+ * class: spreading or `JSON.stringify` copies `id`, `name` and `argumentsJson`).
+ */
+export function toolCall(id, name, argumentsJson) {
+  const call = { id, name, argumentsJson };
+  Object.defineProperty(call, 'arguments', {
+    get() {
+      return JSON.parse(this.argumentsJson);
+    },
+    enumerable: false,
+  });
+  return call;
 }
 
 /** A WIT `message` from `{role, content, toolCallId?, toolCalls?}` (or a string: a user message). */
@@ -123,11 +145,7 @@ export function toWitRequest(messages, options = {}) {
 
 /** The agent's view of a WIT `chat-response`. */
 export function fromWitResponse(response) {
-  const toolCalls = response.toolCalls.map((call) => ({
-    id: call.id,
-    name: call.name,
-    arguments: call.argumentsJson,
-  }));
+  const toolCalls = response.toolCalls.map((call) => toolCall(call.id, call.name, call.argumentsJson));
   return {
     content: response.content,
     toolCalls,

@@ -93,7 +93,8 @@ test('chat sends the WIT request and maps the response, tool calls included', as
         stop: 'END',
       });
       assert.equal(first.finishReason, 'tool_calls');
-      assert.deepEqual(first.toolCalls, [{ id: 'c1', name: 'add', arguments: '{"a":1,"b":2}' }]);
+      assert.deepEqual(first.toolCalls, [{ id: 'c1', name: 'add', argumentsJson: '{"a":1,"b":2}' }]);
+      assert.deepEqual(first.toolCalls[0].arguments, { a: 1, b: 2 });
       assert.deepEqual(first.message, { role: 'assistant', content: '', toolCalls: first.toolCalls });
       await ctx.llm.chat([first.message, { role: 'tool', content: '3', toolCallId: 'c1' }]);
       return 1;
@@ -116,6 +117,41 @@ test('chat sends the WIT request and maps the response, tool calls included', as
   });
   assert.deepEqual(second.messages[0].toolCalls, [{ id: 'c1', name: 'add', argumentsJson: '{"a":1,"b":2}' }]);
   assert.deepEqual(second.messages[1], { role: 'tool', content: '3', toolCallId: 'c1', toolCalls: [] });
+});
+
+test('a tool call has its arguments as the JSON text and parsed', async () => {
+  const written = '{"a": 2,\n "b": [3]}';
+  const host = new LocalHost({
+    reply: () => ({
+      content: '',
+      toolCalls: [
+        { id: 'c1', name: 'add', arguments: written },
+        { id: 'c2', name: 'add', arguments: '{"a": 2,' },
+      ],
+    }),
+  });
+  const outcome = await run(
+    agl.rollout(async (task, ctx) => {
+      const [good, broken] = (await ctx.llm.chat('hi')).toolCalls;
+      assert.equal(good.argumentsJson, written, 'the text exactly as the model wrote it');
+      assert.deepEqual(good.arguments, { a: 2, b: [3] });
+      assert.equal(broken.argumentsJson, '{"a": 2,');
+      assert.throws(() => broken.arguments, SyntaxError, 'invalid JSON throws only when read');
+      assert.equal(JSON.stringify(broken), '{"id":"c2","name":"add","argumentsJson":"{\\"a\\": 2,"}');
+      // Sent back, both go as written (unparsed); a call written by the agent may give `arguments`.
+      await ctx.llm.chat([
+        { role: 'assistant', content: '', toolCalls: [good, broken, { id: 'c3', name: 'f', arguments: { x: 1 } }] },
+      ]);
+      return 1;
+    }),
+    {},
+    host,
+  );
+  assert.equal(outcome.error, undefined);
+  assert.deepEqual(
+    host.requests[1].messages[0].toolCalls.map((c) => c.argumentsJson),
+    [written, '{"a": 2,', '{"x":1}'],
+  );
 });
 
 test('LLM errors are typed, one class per WIT case, and read as sentences', async () => {

@@ -37,7 +37,9 @@ ROLES = ("system", "user", "assistant", "tool")
 
 @dataclass
 class ToolCall:
-    """One tool call the model made: its id, the tool's name and the arguments as JSON text."""
+    """One tool call the model made: its id, the tool's name and its arguments both ways, as in
+    every SDK: ``arguments_json`` is the JSON text exactly as the model wrote it, ``arguments`` is
+    that text parsed (raising :class:`ValueError` when read if the model wrote invalid JSON)."""
 
     id: str
     name: str

@@ -257,6 +257,16 @@ class LlmTests(unittest.TestCase):
         self.assertEqual(second.messages[2].tool_calls, calls)
         self.assertEqual(second.messages[3].tool_call_id, "call-1")
 
+    def test_tool_call_arguments_are_the_text_and_parsed(self) -> None:
+        call = ToolCall("call-1", "add", '{"a": 2, "b": 3}')
+        self.assertEqual(call.arguments_json, '{"a": 2, "b": 3}')  # the text as the model wrote it
+        self.assertEqual(call.arguments, {"a": 2, "b": 3})  # parsed
+        broken = ToolCall("call-2", "add", '{"a": 2,')  # invalid JSON fails only when parsed
+        self.assertEqual(broken.arguments_json, '{"a": 2,')
+        with self.assertRaises(ValueError):
+            broken.arguments  # noqa: B018
+        self.assertEqual(ToolCall.from_dict({"id": "c", "name": "f", "arguments_json": "[1]"}).arguments, [1])
+
     def test_openai_shaped_dicts_are_accepted(self) -> None:
         message = Message.coerce({
             "role": "assistant", "content": None,

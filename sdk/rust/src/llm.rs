@@ -197,6 +197,26 @@ impl ChatResponse {
     }
 }
 
+/// A tool call has its arguments both ways, as in every SDK: the field `arguments_json` is the JSON
+/// text exactly as the model wrote it; [`ToolCall::arguments`] is that text parsed.
+impl ToolCall {
+    /// A tool call (to put in an assistant message); `arguments_json` is the arguments' JSON text.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments_json: impl Into<String>) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments_json: arguments_json.into(),
+        }
+    }
+
+    /// The arguments, parsed from `arguments_json` into `T` (`serde_json::Value` for any JSON);
+    /// `Err` when the model wrote invalid JSON or JSON that does not fit `T`. `?` turns the error
+    /// into the SDK's [`Error`].
+    pub fn arguments<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+        serde_json::from_str(&self.arguments_json)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +273,27 @@ mod tests {
         assert_eq!(request.stop, ["\n\n", "END"]);
         assert_eq!(request.tools[0].name, "add");
         assert_eq!(request.tools[0].parameters_json, r#"{"type":"object"}"#);
+    }
+
+    #[test]
+    fn tool_call_arguments_are_the_text_and_parsed() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Add {
+            a: i64,
+            b: i64,
+        }
+        let call = ToolCall::new("call-1", "add", r#"{"a": 2, "b": 3}"#);
+        assert_eq!(
+            call.arguments_json, r#"{"a": 2, "b": 3}"#,
+            "the text as the model wrote it"
+        );
+        assert_eq!(call.arguments::<Add>().unwrap(), Add { a: 2, b: 3 });
+        let any: serde_json::Value = call.arguments().unwrap();
+        assert_eq!(any, serde_json::json!({"a": 2, "b": 3}));
+        assert!(call.arguments::<Add>().is_ok() && call.arguments::<Vec<i64>>().is_err());
+        let broken = ToolCall::new("call-2", "add", "{\"a\": 2,");
+        let err: Error = broken.arguments::<serde_json::Value>().unwrap_err().into();
+        assert!(err.message().contains("EOF"), "{}", err.message());
     }
 
     #[test]

@@ -86,7 +86,8 @@ pub struct ScriptedCondition {
     pub matches: Option<String>,
 }
 
-/// A tool call to answer with; `arguments` is any JSON, sent as its text.
+/// A tool call to answer with; `arguments` is any JSON, sent as its text. A rule's captures fill
+/// `id`, `name` and the strings inside `arguments` (not object keys), as in `reply`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedToolCall {
@@ -138,7 +139,8 @@ struct CompiledCondition {
 struct Answer {
     reply: String,
     finish_reason: String,
-    tool_calls: Vec<ToolCall>,
+    /// Ids defaulted; `arguments` kept as JSON so that captures go into its strings at render.
+    tool_calls: Vec<(String, String, Value)>,
     usage: ScriptedUsage,
     tokens: TokenDetail,
 }
@@ -207,6 +209,18 @@ fn substitute(template: &str, groups: &Groups) -> String {
     out
 }
 
+/// [`substitute`] in every string of `value`, however nested; object keys stay as written. The
+/// captures land in parsed strings, so the JSON text rendered afterwards escapes them (quotes,
+/// backslashes, newlines) and stays valid.
+fn substitute_strings(value: &mut Value, groups: &Groups) {
+    match value {
+        Value::String(text) => *text = substitute(text, groups),
+        Value::Array(items) => items.iter_mut().for_each(|item| substitute_strings(item, groups)),
+        Value::Object(map) => map.values_mut().for_each(|item| substitute_strings(item, groups)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 fn words(text: &str) -> u32 {
     u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
 }
@@ -249,16 +263,16 @@ impl Answer {
         usage: Option<ScriptedUsage>,
         tokens: TokenDetail,
     ) -> Self {
-        let tool_calls: Vec<ToolCall> = tool_calls
+        let tool_calls: Vec<(String, String, Value)> = tool_calls
             .into_iter()
             .enumerate()
-            .map(|(i, call)| ToolCall {
-                id: call.id.unwrap_or_else(|| format!("call-{}", i + 1)),
-                name: call.name,
-                arguments: match call.arguments {
-                    Value::Null => "{}".to_owned(),
-                    other => other.to_string(),
-                },
+            .map(|(i, call)| {
+                let id = call.id.unwrap_or_else(|| format!("call-{}", i + 1));
+                let arguments = match call.arguments {
+                    Value::Null => Value::Object(Default::default()),
+                    other => other,
+                };
+                (id, call.name, arguments)
             })
             .collect();
         let finish_reason =
@@ -287,7 +301,26 @@ impl Answer {
         Rendered {
             content,
             finish_reason: self.finish_reason.clone(),
-            tool_calls: self.tool_calls.clone(),
+            tool_calls: self
+                .tool_calls
+                .iter()
+                .map(|(id, name, arguments)| match groups {
+                    Some(groups) => {
+                        let mut arguments = arguments.clone();
+                        substitute_strings(&mut arguments, groups);
+                        ToolCall {
+                            id: substitute(id, groups),
+                            name: substitute(name, groups),
+                            arguments: arguments.to_string(),
+                        }
+                    }
+                    None => ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: arguments.to_string(),
+                    },
+                })
+                .collect(),
             usage,
             tokens: self.tokens.clone(),
         }
