@@ -6,7 +6,7 @@
 
 mod agents;
 
-use agents::{agl_host, repo, scratch, text};
+use agents::{agl_host, baseline_run_args, repo, scratch, text};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -43,26 +43,10 @@ fn run_one(name: &str, agent: &Path, task: &Value, extra: &[&str]) -> Value {
     std::fs::write(&train, format!("{task}\n")).expect("task");
     let db = format!("sqlite:{}", dir.join("run.db").display());
     let out = dir.join("results.json");
-    let rules = repo().join("examples/math-agent/rules.json");
-    let mut args = vec![
-        "run".to_owned(),
-        "--agent".to_owned(),
-        agent.display().to_string(),
-        "--algo".to_owned(),
-        "baseline".to_owned(),
-        "--no-progress".to_owned(),
-        "--db".to_owned(),
-        db.clone(),
-        "--train".to_owned(),
-        train.display().to_string(),
-        "--llm-script".to_owned(),
-        rules.display().to_string(),
-        "--agent-timeout".to_owned(),
-        format!("{DEADLINE_SECS}s"),
-        "--output".to_owned(),
-        out.display().to_string(),
-    ];
-    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let deadline = format!("{DEADLINE_SECS}s");
+    let mut flags = vec!["--db", db.as_str(), "--agent-timeout", deadline.as_str()];
+    flags.extend_from_slice(extra);
+    let args = baseline_run_args(agent, &train, &out, &flags);
     let run = agl_host(&args);
     // Every rollout failed: exit code 3.
     assert_eq!(run.status.code(), Some(3), "{}", text(&run));

@@ -4,7 +4,7 @@
 
 mod agents;
 
-use agents::{agl_host, never_accepted, read_results, repo, scratch, text};
+use agents::{agl_host, baseline_run_args, never_accepted, read_results, scratch, text};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Output;
@@ -17,22 +17,7 @@ fn run(name: &str, agent: &Path, tasks: &[Value], extra: &[&str]) -> (Output, Va
     let lines: Vec<String> = tasks.iter().map(Value::to_string).collect();
     std::fs::write(&train, lines.join("\n") + "\n").expect("tasks");
     let out = dir.join("results.json");
-    let rules = repo().join("examples/math-agent/rules.json");
-    let mut args = vec![
-        "run".to_owned(),
-        "--agent".to_owned(),
-        agent.display().to_string(),
-        "--algo".to_owned(),
-        "baseline".to_owned(),
-        "--no-progress".to_owned(),
-        "--train".to_owned(),
-        train.display().to_string(),
-        "--llm-script".to_owned(),
-        rules.display().to_string(),
-        "--output".to_owned(),
-        out.display().to_string(),
-    ];
-    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let args = baseline_run_args(agent, &train, &out, extra);
     let output = agl_host(&args);
     let results = read_results(&out);
     (output, results)

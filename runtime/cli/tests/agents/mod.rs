@@ -83,6 +83,22 @@ pub fn apo_args(agent: &Path, out: &Path) -> Vec<OsString> {
     args
 }
 
+/// `agl-host run` of `agent` under the baseline algorithm on the tasks in `train`, with the math
+/// agent's scripted LLM, no progress display, results into `out`, then `extra`.
+pub fn baseline_run_args(agent: &Path, train: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    let rules = repo().join("examples/math-agent/rules.json");
+    let mut args: Vec<String> = ["run", "--agent"].map(str::to_owned).to_vec();
+    args.push(agent.display().to_string());
+    args.extend(["--algo", "baseline", "--no-progress", "--train"].map(str::to_owned));
+    args.push(train.display().to_string());
+    args.push("--llm-script".to_owned());
+    args.push(rules.display().to_string());
+    args.push("--output".to_owned());
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args
+}
+
 /// The failure reasons of a results file.
 pub fn reasons(results: &Value) -> Vec<String> {
     results["failures"]
