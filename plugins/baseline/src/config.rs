@@ -1,6 +1,6 @@
 //! The baseline's algorithm config (`--algo-config`): every key optional, unknown keys refused.
 
-use agl_algorithm_sdk::{Error, Result, RolloutConfig, WaitOptions};
+use agl_algorithm_sdk::{Error, Mode, Result, RolloutConfig, WaitOptions};
 use serde::Deserialize;
 
 /// `{"rollout_config": {...}, "wait_timeout_seconds": 600, "poll_seconds": 1.0}`.
@@ -17,6 +17,10 @@ pub struct Config {
     /// The timeout of each wait call, in seconds: how often progress is reported.
     #[serde(default = "one_second")]
     pub poll_seconds: f64,
+    /// The mode of the train tasks' rollouts, and their split's name in the summary: `train`
+    /// (the default) or `test` (`agl-host eval`: a held-out split is evaluated, not trained on).
+    #[serde(default)]
+    pub train_mode: Option<String>,
 }
 
 fn one_second() -> f64 {
@@ -29,6 +33,7 @@ impl Default for Config {
             rollout_config: None,
             wait_timeout_seconds: None,
             poll_seconds: one_second(),
+            train_mode: None,
         }
     }
 }
@@ -54,7 +59,23 @@ impl Config {
         {
             return Err(Error::new("rollout_config.max_attempts must be at least 1"));
         }
+        if let Some(mode) = &self.train_mode
+            && mode != "train"
+            && mode != "test"
+        {
+            return Err(Error::new(format!(
+                "train_mode must be \"train\" or \"test\", not {mode:?}"
+            )));
+        }
         Ok(())
+    }
+
+    /// The train tasks' split: its name and the mode of its rollouts (`train_mode`).
+    pub fn train_split(&self) -> (&'static str, Mode) {
+        match self.train_mode.as_deref() {
+            Some("test") => ("test", Mode::Test),
+            _ => ("train", Mode::Train),
+        }
     }
 
     /// How to wait for the rollouts.
@@ -129,5 +150,17 @@ mod tests {
             "rollout_config.max_attempts must be at least 1"
         );
         assert!(parse(r#"{"poll_seconds": "fast"}"#).is_err());
+        assert_eq!(
+            message(r#"{"train_mode": "val"}"#),
+            "train_mode must be \"train\" or \"test\", not \"val\""
+        );
+    }
+
+    #[test]
+    fn train_tasks_may_run_as_a_test_split() {
+        assert_eq!(Config::default().train_split(), ("train", Mode::Train));
+        let config = parse(r#"{"train_mode": "test"}"#).unwrap();
+        assert!(config.check().is_ok());
+        assert_eq!(config.train_split(), ("test", Mode::Test));
     }
 }

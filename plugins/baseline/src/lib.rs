@@ -23,8 +23,9 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
         ));
     }
     let resources_id = host.latest_resources()?.map(|version| version.id);
+    let (train_name, train_mode) = config.train_split();
     host.info(&format!(
-        "baseline: {} train and {} val tasks, resources {}",
+        "baseline: {} {train_name} and {} val tasks, resources {}",
         data.train.len(),
         data.val.len(),
         resources_id.as_deref().unwrap_or("none (the store has no resources)")
@@ -36,8 +37,8 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
     };
     let splits = [
         Split {
-            name: "train",
-            mode: Mode::Train,
+            name: train_name,
+            mode: train_mode,
             tasks: &data.train,
         },
         Split {
@@ -83,7 +84,8 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
         Ok(Some(stats))
     };
     let report = Report {
-        train: stats_of(Mode::Train)?,
+        train_name,
+        train: stats_of(train_mode)?,
         val: stats_of(Mode::Val)?,
         resources_id,
     };

@@ -8,6 +8,8 @@ use crate::stats::SplitStats;
 /// The figures of both splits (a split without tasks is `None`) and the resources they used.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
+    /// The train tasks' split name: `train`, or `test` (config `train_mode`).
+    pub train_name: &'static str,
     pub train: Option<SplitStats>,
     pub val: Option<SplitStats>,
     pub resources_id: Option<String>,
@@ -38,7 +40,7 @@ impl Report {
 
     /// The splits that had tasks, train first.
     fn splits(&self) -> impl Iterator<Item = (&'static str, &SplitStats)> {
-        [("train", &self.train), ("val", &self.val)]
+        [(self.train_name, &self.train), ("val", &self.val)]
             .into_iter()
             .filter_map(|(name, stats)| stats.as_ref().map(|stats| (name, stats)))
     }
@@ -56,6 +58,7 @@ mod tests {
     #[test]
     fn both_splits_are_summed_up_and_val_is_the_best() {
         let report = Report {
+            train_name: "train",
             train: stats(&[Outcome::Succeeded(Some(1.0)), Outcome::Failed]),
             val: stats(&[Outcome::Succeeded(Some(0.25))]),
             resources_id: Some("rs-1".into()),
@@ -80,6 +83,7 @@ mod tests {
     #[test]
     fn without_val_the_train_split_is_the_best_and_val_is_left_out() {
         let report = Report {
+            train_name: "train",
             train: stats(&[Outcome::Failed]),
             val: None,
             resources_id: None,
@@ -99,6 +103,7 @@ mod tests {
     #[test]
     fn only_val() {
         let report = Report {
+            train_name: "train",
             train: None,
             val: stats(&[Outcome::Succeeded(Some(1.0))]),
             resources_id: None,
@@ -110,6 +115,7 @@ mod tests {
     #[test]
     fn no_split_has_no_best() {
         let report = Report {
+            train_name: "train",
             train: None,
             val: None,
             resources_id: None,

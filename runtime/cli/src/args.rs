@@ -1,5 +1,5 @@
-//! The command line: `agl-host run`, `dev`, `store`, `runner`, `build`, `runs`, `show` and
-//! `export`, their flags and their help text. The subcommands' help is neither reflowed nor
+//! The command line: `agl-host run`, `dev`, `eval`, `store`, `runner`, `build`, `runs`, `show`,
+//! `best` and `export`, their flags and their help text. The subcommands' help is neither reflowed nor
 //! wrapped (`verbatim_doc_comment`, `term_width = 0`), so that an example command stays on one
 //! line and can be pasted.
 
@@ -77,6 +77,19 @@ pub enum Command {
     ///   agl-host dev --agent examples/math-agent --train examples/math-agent/data/val.jsonl --resources examples/math-agent/initial-resources.json --llm-script examples/math-agent/rules.json
     #[command(after_long_help = after_long_help(), verbatim_doc_comment, term_width = 0)]
     Dev(DevArgs),
+    /// Evaluate resources on a split: run its every task once (the baseline) and report the mean reward.
+    ///
+    /// The resources are --resources FILE.json, or a kept run's (--run RUN: its best resources, or
+    /// --version's). The split's rollouts are test rollouts (mode `test` in the store), and the
+    /// summary, the results file and the run record name them by --split (default: the file's
+    /// name without its extension, e.g. `test` for data/test.jsonl). The run is kept as `run` and
+    /// `dev` keep theirs. Examples (from the agl-host repository):
+    ///
+    ///   agl-host eval --agent examples/math-agent --resources examples/math-agent/initial-resources.json --data examples/math-agent/data/val.jsonl --split holdout --llm-script examples/math-agent/rules.json
+    ///
+    ///   agl-host eval --agent examples/math-agent --run run-20261124-210620-e352 --data test.jsonl --llm-script examples/math-agent/rules.json --output eval.json
+    #[command(after_long_help = after_long_help(), verbatim_doc_comment, term_width = 0)]
+    Eval(EvalArgs),
     /// Serve a LightningStore over HTTP (Agent-lightning 0.3.0's wire API, plus OTLP at /v1/traces).
     ///
     /// Runners (`agl-host runner --store URL`), algorithms (`agl-host run --store URL`) and
@@ -148,6 +161,19 @@ pub enum Command {
     ///   agl-host show --db postgres://agl@db-host/agl ro-01a2c7747706
     #[command(after_long_help = INSPECT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Show(ShowArgs),
+    /// Print a kept run's best resources as JSON, ready for another run's --resources.
+    ///
+    /// RUN is a run id (as `agl-host runs` lists them; a unique start of one will do), a run's
+    /// --name, or the path of a .db file; --db URL opens any store a run was kept in. The best
+    /// resources are the version the run's results name as best (the algorithm's best score);
+    /// --version picks another version of the run (`agl-host show RUN` and the dashboard list
+    /// them). API keys are never printed: an `llm` resource's key comes from the environment
+    /// again. Examples:
+    ///
+    ///   agl-host best run-20261124-210620-e352 > best.json && agl-host dev --agent examples/math-agent --train examples/math-agent/data/val.jsonl --resources best.json --llm-script examples/math-agent/rules.json
+    ///   agl-host best --db postgres://agl@db-host/agl --version rs-1a2b3c4d5e6f
+    #[command(after_long_help = BEST_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Best(BestArgs),
     /// Open kept runs in the web dashboard: one run's store with the dashboard at /, or every run.
     ///
     /// The dashboard (built into agl-host; no network needed) shows the run's summary and charts,
@@ -178,15 +204,21 @@ pub enum Command {
     ///
     /// Which attempts: the latest attempt of every finished rollout (succeeded, failed or
     /// cancelled), rollouts by start time; --status, --mode and --all-attempts choose others. The
-    /// algorithm's own rollouts (APO's LLM calls) are not tasks and are left out.
+    /// algorithm's own rollouts (APO's LLM calls) are not tasks and are left out. Filters, in every
+    /// format: --resources-version ID keeps the rollouts that ran with those resources (the id
+    /// `agl-host show` prints, each line's resources_id: APO's prompt versions v0, v1, ...);
+    /// --min-reward X and --max-reward X keep the attempts whose final reward is in range, bounds
+    /// included (an attempt with no reward is then left out).
     ///
     /// Formats (one JSON object per line; every field is in README.md, "Exporting training data"):
-    ///   triplets  one line per LLM call: prompt (chat messages), response, tool calls, reward
-    ///             (the attempt's final reward on its last call), final_reward, usage, token ids
-    ///             where recorded, and the rollout, attempt, mode, resources and task input
-    ///   messages  one line per attempt with an LLM call: {"messages": [...]} (OpenAI chat shape,
-    ///             tool calls included), its final reward (and every reward it recorded) and
-    ///             the same identifying fields
+    ///   triplets  one line per LLM call: prompt (chat messages), response, tool calls, the tools
+    ///             the call was offered, reward (the attempt's final reward on its last call),
+    ///             final_reward, usage, token ids where recorded, and the rollout, attempt, mode,
+    ///             resources and task input
+    ///   messages  one line per attempt with an LLM call: {"messages": [...], "tools": [...]}
+    ///             (OpenAI's fine-tuning shape, tool calls and results included; "tools" absent
+    ///             when no call was offered any), its final reward (and every reward it recorded)
+    ///             and the same identifying fields
     ///   spans     one line per span, as the store's wire JSON
     ///
     /// The lines go to --out FILE (written whole or not at all) or stdout; a count goes to stderr.
@@ -194,6 +226,7 @@ pub enum Command {
     ///
     ///   agl-host export --run run-20261124-210620-e352 --format triplets --out triplets.jsonl
     ///   agl-host export --run run-20261124 --format messages --mode train --status succeeded > sft.jsonl
+    ///   agl-host export --run run-20261124 --format messages --resources-version v1 --min-reward 1 > best.jsonl
     ///   agl-host export --store http://10.0.0.5:4747 --token secret --format spans --all-attempts
     #[command(after_long_help = EXPORT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Export(ExportArgs),
@@ -277,12 +310,36 @@ pub struct ShowArgs {
     pub dir: PathBuf,
 }
 
+const BEST_EXIT_CODES: &str = "\
+Exit codes:
+  0    printed
+  1    the store could not be read
+  2    an unknown run (or one named ambiguously), a run with no best resources yet (still running,
+       or no score reported), an unknown --version, a missing file, a bad --db URL";
+
+#[derive(Debug, Args)]
+pub struct BestArgs {
+    /// The run: its id (or a unique start of it) under --dir, its name (`run --name`), or a .db file.
+    #[arg(value_name = "RUN", required_unless_present = "db")]
+    pub run: Option<String>,
+    /// Open this store instead of a kept run's file: sqlite:PATH, postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Where run ids and names are looked up.
+    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    pub dir: PathBuf,
+    /// This resources version of the run (its id, e.g. rs-1a2b3c4d5e6f) rather than the best.
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+}
+
 const EXPORT_EXIT_CODES: &str = "\
 Exit codes:
   0    exported (possibly nothing: the count on stderr says)
   1    the store failed while being read, or --out could not be written (no file is left)
   2    no source or more than one, an unknown run (or one named ambiguously), a missing file, a bad
-       --db URL, a file that is not a database, a store that does not answer";
+       --db URL, a file that is not a database, a store that does not answer, a --resources-version
+       the store does not hold, --min-reward above --max-reward";
 
 /// What `agl-host export` writes, one JSON object per line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -337,6 +394,24 @@ pub struct ExportArgs {
     /// Every attempt of each rollout (retries included), in order, rather than its latest.
     #[arg(long)]
     pub all_attempts: bool,
+    /// Only rollouts that ran with these resources (repeat, or separate with commas): their id, as
+    /// `agl-host show` prints it and each line's resources_id holds, e.g. v1 (APO) or rs-3f09c2a1b7d4.
+    #[arg(
+        long = "resources-version",
+        visible_alias = "resources-id",
+        value_name = "ID",
+        value_delimiter = ',',
+        value_parser = crate::export_cmd::parse_resources_id
+    )]
+    pub resources: Vec<String>,
+    /// Only attempts whose final reward is at least X (inclusive); an attempt without a reward is
+    /// left out.
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = crate::export_cmd::parse_reward)]
+    pub min_reward: Option<f64>,
+    /// Only attempts whose final reward is at most X (inclusive); an attempt without a reward is
+    /// left out.
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = crate::export_cmd::parse_reward)]
+    pub max_reward: Option<f64>,
 }
 
 fn parse_mode(text: &str) -> Result<agl_store::Mode, String> {
@@ -622,6 +697,42 @@ pub struct DevArgs {
     pub common: CommonArgs,
 }
 
+/// `agl-host eval`: the run's flags, with `--train` read as `--data` and the flags of an
+/// optimising run (--val, --algo-config, --resume) hidden (`eval_cmd` refuses them).
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("train", |arg| arg
+        .long("data")
+        .help("The split's tasks, one JSON value per line (e.g. data/test.jsonl).")),
+    mut_arg("val", |arg| arg.hide(true)),
+    mut_arg("algo_config", |arg| arg.hide(true)),
+    mut_arg("resume", |arg| arg.hide(true)),
+    mut_arg("resources", |arg| arg
+        .help("The resources to evaluate (Agent-lightning's NamedResources JSON, e.g. from `agl-host best RUN`).")
+        .required_unless_present("run")),
+)]
+pub struct EvalArgs {
+    /// The agent component (.wasm exporting agl:agent/agent) or its guest folder (Rust, Python or JavaScript).
+    #[arg(long, value_name = "AGENT")]
+    pub agent: PathBuf,
+    /// Evaluate a kept run's resources rather than --resources: its best (`agl-host best RUN`),
+    /// or --version's. RUN: its id (or a unique start of it) under --dir, its name, or its .db file.
+    #[arg(long, value_name = "RUN", conflicts_with = "resources")]
+    pub run: Option<String>,
+    /// With --run: this resources version of the run (e.g. rs-1a2b3c4d5e6f) rather than its best.
+    #[arg(long, value_name = "VERSION", requires = "run")]
+    pub version: Option<String>,
+    /// With --run: where run ids and names are looked up.
+    #[arg(long = "dir", value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    pub runs_dir: PathBuf,
+    /// The split's name in the summary, the results and the run record (default: the --data
+    /// file's name without its extension).
+    #[arg(long, value_name = "NAME", value_parser = crate::kept::run_name)]
+    pub split: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// Training tasks, one JSON value per line.
@@ -642,6 +753,10 @@ pub struct CommonArgs {
     /// Write the results (best resources, rewards per split, counts) to this JSON file.
     #[arg(long, short, value_name = "FILE.json")]
     pub output: Option<PathBuf>,
+    /// A name for the run (at most 64 printable characters), kept in its record: `agl-host runs`
+    /// and the dashboard show it, and `agl-host best` and `eval --run` take it for the run id.
+    #[arg(long, value_name = "NAME", value_parser = crate::kept::run_name)]
+    pub name: Option<String>,
     /// Where the run is kept: sqlite:PATH, postgres://USER@HOST/DB, or memory (kept nowhere).
     /// Default: $AGL_DB if set, else a new SQLite database per run under .agl/runs/ in the
     /// working directory, named by the run id printed at the start (`agl-host runs` lists them,
@@ -725,6 +840,9 @@ pub struct CommonArgs {
     /// The LLM, sandbox and OTLP flags as given, for runner processes (`Cli::try_parse_keeping_flags`).
     #[arg(skip)]
     pub passed_on: Vec<OsString>,
+    /// `agl-host eval`: the split evaluated (set by `eval_cmd`, never by a flag).
+    #[arg(skip)]
+    pub eval: Option<crate::eval_cmd::EvalSplit>,
 }
 
 /// Where LLM calls go (agents' and the algorithm's). Without either flag, a component that uses
@@ -762,8 +880,12 @@ impl Cli {
     {
         let matches = Self::command().try_get_matches_from(argv)?;
         let mut cli = Self::from_arg_matches(&matches).map_err(|e| e.format(&mut Self::command()))?;
-        if let (Command::Run(RunArgs { common, .. }) | Command::Dev(DevArgs { common, .. }), Some((_, given))) =
-            (&mut cli.command, matches.subcommand())
+        if let (
+            Command::Run(RunArgs { common, .. })
+            | Command::Dev(DevArgs { common, .. })
+            | Command::Eval(EvalArgs { common, .. }),
+            Some((_, given)),
+        ) = (&mut cli.command, matches.subcommand())
         {
             common.passed_on = flags_given::<LlmArgs>(given);
             common.passed_on.extend(flags_given::<SandboxOptions>(given));
@@ -980,6 +1102,54 @@ mod tests {
             Cli::try_parse_from(runners).is_err(),
             "local runners with a remote store"
         );
+    }
+
+    #[test]
+    fn eval_reads_its_split_from_data_and_needs_resources_or_a_run() {
+        let base = ["agl-host", "eval", "--agent", "a.wasm", "--data", "test.jsonl"];
+        let cli =
+            Cli::try_parse_keeping_flags([&base[..], &["--resources", "r.json", "--llm-script", "x.json"]].concat())
+                .expect("parses");
+        let Command::Eval(eval) = cli.command else {
+            panic!("expected eval");
+        };
+        assert_eq!(eval.common.train, std::path::Path::new("test.jsonl"));
+        assert_eq!(
+            eval.common.passed_on,
+            ["--llm-script", "x.json"],
+            "runner processes get the LLM flags"
+        );
+        assert!(Cli::try_parse_from(base).is_err(), "no resources and no run");
+        let from_run = Cli::try_parse_from([&base[..], &["--run", "my run", "--version", "rs-1"]].concat());
+        assert!(from_run.is_ok(), "{from_run:?}");
+        assert!(
+            Cli::try_parse_from([&base[..], &["--run", "r", "--resources", "r.json"]].concat()).is_err(),
+            "both"
+        );
+        let train = [
+            "agl-host",
+            "eval",
+            "--agent",
+            "a.wasm",
+            "--train",
+            "t.jsonl",
+            "--resources",
+            "r.json",
+        ];
+        assert!(Cli::try_parse_from(train).is_err(), "eval takes --data");
+    }
+
+    #[test]
+    fn a_run_name_is_checked_on_the_command_line() {
+        let base = ["agl-host", "dev", "--agent", "a.wasm", "--train", "t.jsonl", "--name"];
+        let Command::Dev(dev) = Cli::try_parse_from([&base[..], &["seed 2"]].concat())
+            .expect("parses")
+            .command
+        else {
+            panic!("expected dev");
+        };
+        assert_eq!(dev.common.name.as_deref(), Some("seed 2"));
+        assert!(Cli::try_parse_from([&base[..], &["a\u{1b}[2Jb"]].concat()).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! C agent folders (`.c` files and no other manifest) for `--agent DIR` and `agl-host build`:
 //! built with `agl-c-guest` (wit-bindgen-c bindings, clang for WASI preview 1, the preview 1
-//! adapter) into `<cache>/c/<folder name>-<16 hex of its path>.wasm`, every time (a build takes
+//! adapter) into `<cache>/c/<name>-<16 hex of its path>.wasm` (the folder's name as every
+//! language's components are named: `agl_guest_build::component_name`), every time (a build takes
 //! half a second).
 
 use crate::inputs::InputError;
@@ -17,9 +18,8 @@ pub fn build(dir: &Path, cache_dir: &Path) -> Result<PathBuf, InputError> {
     let folder = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     folder.hash(&mut hasher);
-    let name = folder
-        .file_name()
-        .map_or_else(|| "agent".to_owned(), |n| n.to_string_lossy().into_owned());
+    // The rule every language's components are named by (agl_guest_build's naming.rs).
+    let name = agl_guest_build::component_name(None, &folder);
     let out = cache_dir
         .join("c")
         .join(format!("{name}-{:016x}.wasm", hasher.finish()));

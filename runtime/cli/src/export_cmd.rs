@@ -1,7 +1,7 @@
 //! `agl-host export`: a run's attempts as JSON lines of training data, read from a kept run, a
 //! store URL or a store served over HTTP. This module opens the source, chooses the rollouts and
-//! attempts, and writes the lines (to `--out` whole, through `whole_file`, or to stdout); what a
-//! line holds is `export_lines`'.
+//! attempts (statuses, modes, resources, rewards), and writes the lines (to `--out` whole, through
+//! `whole_file`, or to stdout); what a line holds is `export_lines`'.
 
 use crate::args::{ExportArgs, ExportFormat};
 use crate::export_lines::{self, Origin};
@@ -45,11 +45,69 @@ struct Counts {
     lines: usize,
     /// Attempts whose spans hold no LLM call the adapter reads (triplets, messages).
     without_llm_call: usize,
+    /// Attempts left out because their final reward is outside --min-reward/--max-reward.
+    outside_reward: usize,
+    /// LLM calls whose recorded tools could not be read (their lines go without).
+    unreadable_tools: usize,
+}
+
+/// `--min-reward` and `--max-reward`: the final rewards an exported attempt may have, bounds
+/// included. With either bound, an attempt without a reward is left out.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RewardRange {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl RewardRange {
+    /// The range, or an input error (exit 2) when no reward could be in it.
+    pub fn new(min: Option<f64>, max: Option<f64>) -> Result<Self, InputError> {
+        if let (Some(min), Some(max)) = (min, max)
+            && min > max
+        {
+            return Err(InputError(format!(
+                "--min-reward {min} is above --max-reward {max}: no reward is both"
+            )));
+        }
+        Ok(Self { min, max })
+    }
+
+    fn is_set(&self) -> bool {
+        self.min.is_some() || self.max.is_some()
+    }
+
+    /// Whether an attempt with this final reward is exported.
+    fn admits(&self, reward: Option<f64>) -> bool {
+        if !self.is_set() {
+            return true;
+        }
+        reward
+            .is_some_and(|reward| self.min.is_none_or(|min| reward >= min) && self.max.is_none_or(|max| reward <= max))
+    }
+}
+
+/// `--min-reward X`, `--max-reward X`: a finite number.
+pub fn parse_reward(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(reward) if reward.is_finite() => Ok(reward),
+        _ => Err("expected a number, e.g. 0.5 or -1".to_owned()),
+    }
+}
+
+/// `--resources-version ID`: a resources id, as `agl-host show` prints it (e.g. rs-0123456789ab).
+pub fn parse_resources_id(text: &str) -> Result<String, String> {
+    let id = text.trim();
+    if id.is_empty() {
+        return Err("expected a resources id, as `agl-host show` prints it (e.g. rs-0123456789ab)".to_owned());
+    }
+    Ok(id.to_owned())
 }
 
 pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let rewards = RewardRange::new(args.min_reward, args.max_reward)?;
     let source = open(&args).await?;
-    // The file is created before anything is read, so that a bad --out fails at once.
+    known_resources(source.store.as_ref(), &source.place, &args.resources).await?;
+    // The file is created before the rollouts are read, so that a bad --out fails at once.
     let mut sink = match &args.out {
         Some(path) => Sink::File(
             WholeFile::create(path)
@@ -63,9 +121,14 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let mut lines = String::new();
     for view in &rollouts {
         let attempts = chosen_attempts(store, view, args.all_attempts).await?;
-        counts.rollouts += usize::from(!attempts.is_empty());
+        let mut exported = false;
         for attempt in &attempts {
             let spans = show_cmd::spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?;
+            if !rewards.admits(agl_adapter::final_reward(&spans)) {
+                counts.outside_reward += 1;
+                continue;
+            }
+            exported = true;
             let origin = Origin::new(source.run_id.as_deref(), &view.rollout, attempt);
             lines.clear();
             let written = match args.format {
@@ -75,14 +138,16 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             }
             .with_context(|| format!("writing attempt {} as JSON", attempt.attempt_id))?;
             counts.attempts += 1;
-            counts.lines += written;
-            if written == 0 && args.format != ExportFormat::Spans {
+            counts.lines += written.lines;
+            counts.unreadable_tools += written.unreadable_tools;
+            if written.lines == 0 && args.format != ExportFormat::Spans {
                 counts.without_llm_call += 1;
             }
             if let Err(error) = sink.write(&lines) {
                 return sink_failed(&args.out, &error);
             }
         }
+        counts.rollouts += usize::from(exported);
     }
     match sink {
         Sink::Stdout(mut stdout) => {
@@ -144,8 +209,27 @@ async fn open(args: &ExportArgs) -> anyhow::Result<Source> {
     })
 }
 
-/// The rollouts to export: of the statuses and modes asked for, not the algorithm's own, by start
-/// time (then id).
+/// `--resources-version`'s ids, each of which the store must hold: a typo is an input error (exit
+/// 2), not an empty export.
+async fn known_resources(store: &dyn LightningStore, place: &str, ids: &[String]) -> anyhow::Result<()> {
+    for id in ids {
+        let found = store
+            .get_resources_by_id(id)
+            .await
+            .with_context(|| format!("reading resources {id}"))?;
+        if found.is_none() {
+            return Err(InputError(format!(
+                "--resources-version {id}: no such resources in {place} (`agl-host show` prints the \
+                 resources each rollout ran with)"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The rollouts to export: of the statuses, modes and resources asked for, not the algorithm's
+/// own, by start time (then id).
 async fn chosen_rollouts(store: &dyn LightningStore, args: &ExportArgs) -> anyhow::Result<Vec<RolloutView>> {
     let statuses = if args.status.is_empty() {
         FINISHED.to_vec()
@@ -170,6 +254,7 @@ async fn chosen_rollouts(store: &dyn LightningStore, args: &ExportArgs) -> anyho
     views.retain(|view| {
         !show_cmd::is_algorithm_rollout(&view.rollout)
             && (args.mode.is_empty() || view.rollout.mode.is_some_and(|mode| args.mode.contains(&mode)))
+            && ran_with(&view.rollout, &args.resources)
     });
     views.sort_by(|a, b| {
         a.rollout
@@ -178,6 +263,11 @@ async fn chosen_rollouts(store: &dyn LightningStore, args: &ExportArgs) -> anyho
             .then_with(|| a.rollout.rollout_id.cmp(&b.rollout.rollout_id))
     });
     Ok(views)
+}
+
+/// Whether `rollout` ran with one of `resources` (any resources when none is named).
+fn ran_with(rollout: &agl_store::Rollout, resources: &[String]) -> bool {
+    resources.is_empty() || rollout.resources_id.as_ref().is_some_and(|id| resources.contains(id))
 }
 
 /// The rollout's latest attempt, or all of them in order; none when it never ran.
@@ -225,12 +315,115 @@ fn summary(args: &ExportArgs, source: &Source, counts: &Counts) -> String {
             plural(counts.without_llm_call)
         ));
     }
+    if counts.outside_reward > 0 {
+        line.push_str(&format!(
+            "; {} attempt{} left out by --min-reward/--max-reward",
+            counts.outside_reward,
+            plural(counts.outside_reward)
+        ));
+    }
+    if counts.unreadable_tools > 0 {
+        line.push_str(&format!(
+            "; {} LLM call{} recorded tools that could not be read (clipped at the span attribute \
+             cap?): their lines have no tools",
+            counts.unreadable_tools,
+            plural(counts.unreadable_tools)
+        ));
+    }
     if counts.attempts == 0 {
-        line.push_str(" (no rollout matched: --status and --mode choose which)");
+        line.push_str(
+            " (no rollout matched: --status, --mode, --resources-version, --min-reward and --max-reward \
+             choose which)",
+        );
     }
     line
 }
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn range(min: Option<f64>, max: Option<f64>) -> RewardRange {
+        RewardRange::new(min, max).expect("a range")
+    }
+
+    #[test]
+    fn a_reward_range_includes_its_bounds_and_leaves_out_attempts_without_a_reward() {
+        let both = range(Some(0.5), Some(1.0));
+        assert!(both.admits(Some(0.5)) && both.admits(Some(0.75)) && both.admits(Some(1.0)));
+        assert!(!both.admits(Some(0.49)) && !both.admits(Some(1.01)));
+        assert!(!both.admits(None));
+        let at_least = range(Some(0.0), None);
+        assert!(at_least.admits(Some(0.0)) && at_least.admits(Some(7.0)) && !at_least.admits(Some(-0.1)));
+        assert!(!at_least.admits(None));
+        let at_most = range(None, Some(-1.0));
+        assert!(at_most.admits(Some(-1.0)) && !at_most.admits(Some(0.0)) && !at_most.admits(None));
+        let exact = range(Some(1.0), Some(1.0));
+        assert!(exact.admits(Some(1.0)) && !exact.admits(Some(0.0)));
+        // No bound: every attempt, with a reward or not.
+        let none = range(None, None);
+        assert!(none.admits(None) && none.admits(Some(-5.0)));
+    }
+
+    #[test]
+    fn a_minimum_above_the_maximum_is_an_input_error() {
+        let error = RewardRange::new(Some(0.8), Some(0.2)).expect_err("empty range");
+        assert_eq!(error.0, "--min-reward 0.8 is above --max-reward 0.2: no reward is both");
+    }
+
+    #[test]
+    fn rewards_and_resources_ids_are_parsed_or_refused() {
+        assert_eq!(parse_reward("0.5"), Ok(0.5));
+        assert_eq!(parse_reward("-1"), Ok(-1.0));
+        assert_eq!(parse_reward("1e-3"), Ok(0.001));
+        for bad in ["", "high", "NaN", "inf", "-inf", "0.5.1"] {
+            assert_eq!(
+                parse_reward(bad),
+                Err("expected a number, e.g. 0.5 or -1".to_owned()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(parse_resources_id("rs-0123456789ab"), Ok("rs-0123456789ab".to_owned()));
+        assert_eq!(parse_resources_id(" rs-1 "), Ok("rs-1".to_owned()));
+        assert!(parse_resources_id(" ").is_err());
+    }
+
+    fn export_args(extra: &[&str]) -> Result<ExportArgs, clap::Error> {
+        let argv = ["agl-host", "export", "--db", "sqlite:run.db", "--format", "messages"];
+        match Cli::try_parse_from(argv.iter().chain(extra))?.command {
+            Command::Export(args) => Ok(args),
+            other => panic!("not export: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_filters_parse_from_the_command_line() {
+        let args = export_args(&[
+            "--resources-version",
+            "rs-a,rs-b",
+            "--resources-id",
+            "rs-c",
+            "--min-reward",
+            "-0.5",
+            "--max-reward",
+            "1",
+        ])
+        .expect("parsed");
+        assert_eq!(args.resources, ["rs-a", "rs-b", "rs-c"]);
+        assert_eq!((args.min_reward, args.max_reward), (Some(-0.5), Some(1.0)));
+        let plain = export_args(&[]).expect("parsed");
+        assert!(plain.resources.is_empty() && plain.min_reward.is_none() && plain.max_reward.is_none());
+
+        let refused = export_args(&["--min-reward", "lots"]).expect_err("not a number");
+        assert_eq!(refused.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(refused.to_string().contains("expected a number"), "{refused}");
+        let refused = export_args(&["--resources-version", ""]).expect_err("no id");
+        assert!(refused.to_string().contains("expected a resources id"), "{refused}");
+    }
 }

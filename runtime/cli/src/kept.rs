@@ -54,7 +54,7 @@ pub fn unix_now() -> f64 {
 
 /// The store named by `db` (or a new SQLite database under `.agl/runs/`), with the run record
 /// written as `running`.
-pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Result<KeptRun> {
+pub async fn open(db: Option<DbUrl>, name: Option<&str>, agent: &str, algorithm: &str) -> anyhow::Result<KeptRun> {
     let run_id = new_run_id(SystemTime::now());
     let url = match db {
         Some(url) => url,
@@ -76,7 +76,7 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
         .into());
     }
     let kept = KeptRun {
-        record: new_record(run_id.clone(), agent, algorithm),
+        record: new_record(run_id.clone(), name, agent, algorithm),
         run_id,
         keeper: Keeper::Local { store, url },
     };
@@ -87,9 +87,14 @@ pub async fn open(db: Option<DbUrl>, agent: &str, algorithm: &str) -> anyhow::Re
 /// The run record of the remote store `client` serves (`run --store URL`), written as `running`.
 /// A store keeps one run: one that keeps another run's record refuses this one (the server
 /// says which run it keeps), and the run does not start.
-pub async fn open_remote(client: HttpStoreClient, agent: &str, algorithm: &str) -> anyhow::Result<KeptRun> {
+pub async fn open_remote(
+    client: HttpStoreClient,
+    name: Option<&str>,
+    agent: &str,
+    algorithm: &str,
+) -> anyhow::Result<KeptRun> {
     let run_id = new_run_id(SystemTime::now());
-    let record = new_record(run_id.clone(), agent, algorithm);
+    let record = new_record(run_id.clone(), name, agent, algorithm);
     match client.save_run_record(&record).await {
         Ok(_) => {}
         Err(agl_store::StoreError::InvalidArgument(reason)) => {
@@ -110,9 +115,10 @@ pub async fn open_remote(client: HttpStoreClient, agent: &str, algorithm: &str) 
 }
 
 /// The record of a run starting now, as `agl-host` was started (its command line redacted).
-fn new_record(run_id: String, agent: &str, algorithm: &str) -> RunRecord {
+fn new_record(run_id: String, name: Option<&str>, agent: &str, algorithm: &str) -> RunRecord {
     RunRecord {
         run_id,
+        name: name.map(str::to_owned),
         started_at: unix_now(),
         finished_at: None,
         status: "running".to_owned(),
@@ -310,6 +316,70 @@ pub fn find_run(run: &str, dir: &Path) -> Result<(PathBuf, String), InputError> 
     }
 }
 
+/// The longest run name (`--name`), in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// A run name as `--name` takes it (a clap value parser): 1 to [`MAX_NAME_CHARS`] printable
+/// characters (no control character nor bidirectional override: what
+/// [`crate::output::terminal_safe`] would change), no blank at either end, and nothing a RUN
+/// argument would read as a file (`/`, `\\`, a `.db` end).
+pub fn run_name(text: &str) -> Result<String, String> {
+    let printable = matches!(
+        crate::output::terminal_safe(text, crate::output::Lines::One),
+        std::borrow::Cow::Borrowed(_)
+    );
+    let chars = text.chars().count();
+    if chars == 0 || text.trim().is_empty() {
+        Err("a name needs at least one printable character".to_owned())
+    } else if chars > MAX_NAME_CHARS {
+        Err(format!(
+            "a name is at most {MAX_NAME_CHARS} characters, this one is {chars}"
+        ))
+    } else if !printable {
+        Err("a name holds printable characters only (no control character, tab or line break)".to_owned())
+    } else if text.trim() != text {
+        Err("a name does not start or end with a blank".to_owned())
+    } else if text.contains(['/', '\\']) || text.ends_with(".db") {
+        Err("a name has no `/` or `\\` and does not end in .db (RUN arguments read those as files)".to_owned())
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
+/// The kept store a command reads, as [`resolve`] finds it, or else (no run id or file matches
+/// RUN) the one run of `dir` whose record is named RUN (`--name`). Returns its URL and how to
+/// name it.
+pub async fn resolve_named(db: Option<&str>, run: Option<&str>, dir: &Path) -> anyhow::Result<(DbUrl, Option<String>)> {
+    let error = match resolve(db, run, dir) {
+        Ok(found) => return Ok(found),
+        Err(error) => error,
+    };
+    let Some(run) = run.filter(|_| db.is_none()) else {
+        return Err(error);
+    };
+    let named: Vec<crate::runs_cmd::Listed> = crate::runs_cmd::list(dir)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|listed| listed.run.as_ref().and_then(|r| r.name.as_deref()) == Some(run))
+        .collect();
+    match named.as_slice() {
+        [] => Err(error),
+        [one] => Ok((DbUrl::Sqlite(PathBuf::from(&one.file)), Some(run.to_owned()))),
+        several => Err(InputError(format!(
+            "{} runs in {} are named {run} ({}): give a run id",
+            several.len(),
+            dir.display(),
+            several
+                .iter()
+                .filter_map(|listed| listed.run.as_ref().map(|r| r.run_id.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into()),
+    }
+}
+
 /// A kept store opened to read, with its run record and how to name it.
 pub struct OpenedKept {
     pub store: Arc<dyn StoreBackend>,
@@ -332,6 +402,28 @@ pub async fn open_kept(url: &DbUrl) -> anyhow::Result<OpenedKept> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn run_names_are_printable_short_and_not_paths() {
+        assert_eq!(run_name("apo, new seed").as_deref(), Ok("apo, new seed"));
+        assert_eq!(run_name("é×64").map(|n| n.chars().count()), Ok(4));
+        for bad in [
+            "",
+            "   ",
+            " lead",
+            "trail ",
+            "a\nb",
+            "tab\there",
+            "esc\u{1b}[31m",
+            "rtl\u{202e}x",
+            "a/b",
+            "x.db",
+        ] {
+            assert!(run_name(bad).is_err(), "{bad:?} is refused");
+        }
+        assert!(run_name(&"n".repeat(MAX_NAME_CHARS)).is_ok());
+        assert!(run_name(&"n".repeat(MAX_NAME_CHARS + 1)).is_err());
+    }
 
     #[test]
     fn run_ids_sort_by_time_and_name_the_utc_moment() {

@@ -3,6 +3,7 @@
 //! only: the work is in the runtime crates.
 
 mod args;
+mod best_cmd;
 mod build_cmd;
 mod builtin;
 mod c_folder;
@@ -10,6 +11,7 @@ mod c_heap;
 mod components;
 mod dashboard_cmd;
 mod dashboard_runs;
+mod eval_cmd;
 mod export_cmd;
 mod export_lines;
 mod fleet;
@@ -72,6 +74,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             run::run(args.common, target, &args.algo, cli.verbose).await
         }
         Command::Dev(args) => run::run(args.common, Target::Agent(&args.agent), &args.algo, cli.verbose).await,
+        Command::Eval(args) => eval_cmd::run(args, cli.verbose).await,
+        Command::Best(args) => best_cmd::run(args).await,
         Command::Store(args) => store_cmd::run(args).await,
         Command::Runner(args) => runner_cmd::run(args).await,
         Command::Build(args) => build_cmd::run(&args),

@@ -34,6 +34,9 @@ pub struct Results {
     pub status: &'static str,
     /// The run's id (`agl-host show RUN_ID`).
     pub run_id: Option<String>,
+    /// The run's name (`--name`), if given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Where the run is kept (the database file or URL); `null` in memory or with a remote store.
     pub db: Option<String>,
     /// Why the algorithm failed, when it did.
@@ -115,6 +118,7 @@ impl Results {
         Self {
             status,
             run_id: None,
+            name: None,
             db: None,
             failure,
             agent,
@@ -141,6 +145,14 @@ impl Results {
             elapsed_seconds: elapsed,
             forced_stop: fit.forced,
             otlp_export: None,
+        }
+    }
+
+    /// Names the split of the rollouts of `mode` `split` (`agl-host eval`: its test rollouts are
+    /// the split it was given), in the summary and the results file.
+    pub fn label_split(&mut self, mode: &str, split: &str) {
+        if let Some(report) = self.splits.remove(mode) {
+            self.splits.insert(split.to_owned(), report);
         }
     }
 
@@ -175,16 +187,21 @@ impl Results {
             one_line(&self.agent),
             one_line(&self.algorithm)
         );
+        if let Some(name) = &self.name {
+            let _ = writeln!(out, "  run name {}", one_line(name));
+        }
+        // Split names are train, val, test, or the one `eval --split` was given.
+        let width = self.splits.keys().map(|name| name.chars().count()).fold(6, usize::max);
         let _ = writeln!(
             out,
-            "  {:<6} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12}",
+            "  {:<width$} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12}",
             "split", "rollouts", "succeeded", "failed", "cancelled", "retried", "mean reward"
         );
-        let rows = self.splits.iter().map(|(name, r)| (name.as_str(), r));
-        for (name, r) in rows.chain(std::iter::once(("all", &self.total))) {
+        let rows = self.splits.iter().map(|(name, r)| (one_line(name), r));
+        for (name, r) in rows.chain(std::iter::once(("all".to_owned(), &self.total))) {
             let _ = writeln!(
                 out,
-                "  {:<6} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12.4}",
+                "  {:<width$} {:>9} {:>10} {:>7} {:>10} {:>8} {:>12.4}",
                 name, r.rollouts, r.succeeded, r.failed, r.cancelled, r.retried, r.mean_reward
             );
         }

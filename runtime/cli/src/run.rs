@@ -45,15 +45,22 @@ pub enum Target<'a> {
 /// attempts they abandon) before they are killed.
 const RUNNER_PROCESS_STOP_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 
-pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u8) -> anyhow::Result<ExitCode> {
+pub async fn run(mut common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u8) -> anyhow::Result<ExitCode> {
     // Every input is checked before anything is built or started.
     let train = inputs::read_dataset(&common.train)?;
     let val = match &common.val {
         Some(path) => inputs::read_dataset(path)?,
         None => Vec::new(),
     };
-    let mut initial_resources = common.resources.as_deref().map(inputs::read_resources).transpose()?;
-    let config_json = inputs::read_algorithm_config(common.algo_config.as_deref())?;
+    // `agl-host eval`: the resources may come from a kept run, and the baseline runs the tasks as test.
+    let mut initial_resources = match common.eval.as_mut().and_then(|eval| eval.resources.take()) {
+        Some(resources) => Some(resources),
+        None => common.resources.as_deref().map(inputs::read_resources).transpose()?,
+    };
+    let config_json = match &common.eval {
+        Some(_) => crate::eval_cmd::ALGO_CONFIG.to_owned(),
+        None => inputs::read_algorithm_config(common.algo_config.as_deref())?,
+    };
     let grace = runner_cmd::duration("grace", &common.grace)?;
     let remote = matches!(target, Target::RemoteStore { .. });
     if remote && common.db.is_some() {
@@ -150,12 +157,14 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         (None, Strategy::SharedMemory) => format!("{} runner(s), shared-memory", common.runners),
         (None, Strategy::ClientServer) => format!("{} runner process(es), client-server", common.runners),
     };
+    let tasks = match &common.eval {
+        Some(eval) => format!("{} {} tasks", train.len(), output::one_line(&eval.split)),
+        None => format!("{} train / {} val tasks", train.len(), val.len()),
+    };
     stderr_line(&format!(
-        "agent {} · algorithm {} · {} train / {} val tasks · {where_runners} · LLM: {}",
+        "agent {} · algorithm {} · {tasks} · {where_runners} · LLM: {}",
         output::one_line(&agent_name),
         output::one_line(&algo_name),
-        train.len(),
-        val.len(),
         llm.describe()
     ));
 
@@ -170,7 +179,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
     let (store, mut kept): (Arc<dyn LightningStore>, Option<KeptRun>) = match remote_store {
         // The remote store keeps the run record too (`agl-host show --db`, its dashboard, `runs`).
         Some(client) => {
-            let kept = kept::open_remote(client.clone(), &agent_name, &algo_name).await?;
+            let kept = kept::open_remote(client.clone(), common.name.as_deref(), &agent_name, &algo_name).await?;
             stderr_line(&format!(
                 "run {} · kept in the store at {}",
                 kept.run_id,
@@ -185,7 +194,7 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
             (replaying, Some(kept))
         }
         None => {
-            let kept = kept::open(db, &agent_name, &algo_name).await?;
+            let kept = kept::open(db, common.name.as_deref(), &agent_name, &algo_name).await?;
             stderr_line(&match kept.place() {
                 Some(place) => format!("run {} · kept in {place}", kept.run_id),
                 None => format!("run {} · kept in memory only (--db memory)", kept.run_id),
@@ -197,6 +206,8 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
             (store, Some(kept))
         }
     };
+    // The progress line's ETA: the store's rollouts finished and still to go.
+    progress.watch_store(store.clone());
     // The web dashboard on its own address: the run's store, as kept, with the page at /.
     let dashboard = match (common.dashboard, kept.as_ref().and_then(KeptRun::local_store)) {
         (Some(addr), Some(kept_store)) => {
@@ -367,6 +378,10 @@ pub async fn run(common: CommonArgs, target: Target<'_>, algo: &Path, verbose: u
         statistics,
     });
     results.otlp_export = otlp_report;
+    results.name = common.name.clone();
+    if let Some(eval) = &common.eval {
+        results.label_split(crate::eval_cmd::MODE, &eval.split);
+    }
     if let Some(kept) = &mut kept {
         results.run_id = Some(kept.run_id.clone());
         results.db = kept.place();

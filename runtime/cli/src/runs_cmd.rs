@@ -135,9 +135,19 @@ fn short_date(utc: &str) -> String {
     }
 }
 
+/// The most characters of a run's name the table shows (`--name` allows more).
+const SHOWN_NAME_CHARS: usize = 24;
+
 fn render(listed: &[Listed], width: usize) -> String {
-    let mut table = Table::new(&[
-        ("run", Align::Left),
+    // The name column only when a run has a name.
+    let named = listed
+        .iter()
+        .any(|entry| entry.run.as_ref().is_some_and(|run| run.name.is_some()));
+    let mut headers = vec![("run", Align::Left)];
+    if named {
+        headers.push(("name", Align::Left));
+    }
+    headers.extend([
         ("started (UTC)", Align::Left),
         ("status", Align::Left),
         ("rollouts", Align::Right),
@@ -146,6 +156,7 @@ fn render(listed: &[Listed], width: usize) -> String {
         ("algo", Align::Left),
         ("agent", Align::Left),
     ]);
+    let mut table = Table::new(&headers);
     let mut unfinished = false;
     for entry in listed {
         let Some(run) = &entry.run else {
@@ -163,8 +174,16 @@ fn render(listed: &[Listed], width: usize) -> String {
             .and_then(|r| r.pointer("/total/rollouts"))
             .and_then(|v| v.as_u64())
             .map_or_else(|| "-".to_owned(), |n| n.to_string());
-        table.row(vec![
-            run.run_id.clone(),
+        let mut cells = vec![table::one_line(&run.run_id)];
+        if named {
+            // The user's text: on one line, control characters escaped, cut short.
+            cells.push(
+                run.name
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), |name| table::clip_line(name, SHOWN_NAME_CHARS)),
+            );
+        }
+        cells.extend([
             short_date(&table::utc(run.started_at)),
             status_label(run).to_owned(),
             rollouts,
@@ -173,6 +192,7 @@ fn render(listed: &[Listed], width: usize) -> String {
             run.algorithm.clone(),
             short_agent(&run.agent).to_owned(),
         ]);
+        table.row(cells);
     }
     let mut out = table.render("", width);
     out.push_str(&table::clip_line(
@@ -231,5 +251,30 @@ mod tests {
         run.finished_at = Some(1_795_813_600.0);
         run.status = "interrupted".into();
         assert_eq!(status_label(&run), "interrupted");
+    }
+
+    #[test]
+    fn a_name_is_a_column_only_when_a_run_has_one() {
+        let record = |name: Option<&str>| -> RunRecord {
+            serde_json::from_value(serde_json::json!({
+                "run_id": "run-20261124-210620-e352", "name": name, "started_at": 1_795_813_512.0,
+                "finished_at": 1_795_813_600.0, "status": "completed", "agent": "a.wasm", "algorithm": "apo",
+                "command": [], "results": null,
+            }))
+            .expect("a run record")
+        };
+        let listed = |name: Option<&str>| Listed {
+            file: "x.db".into(),
+            run: Some(record(name)),
+            error: None,
+            when: 0.0,
+        };
+        let unnamed = render(&[listed(None)], 200);
+        assert!(!unnamed.contains("name"), "{unnamed}");
+        let named = render(&[listed(Some("seed\u{1b}[2J prompt")), listed(None)], 200);
+        let header = named.lines().next().unwrap_or_default();
+        assert!(header.contains("name"), "{named}");
+        assert!(named.contains("seed\\u001b[2J prompt"), "escaped: {named}");
+        assert!(!named.contains('\u{1b}'), "{named}");
     }
 }

@@ -230,6 +230,7 @@ async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<(
             ("rollout", Align::Left),
             ("split", Align::Left),
             ("status", Align::Left),
+            ("resources", Align::Left),
             ("attempts", Align::Right),
             ("reward", Align::Right),
             ("duration", Align::Right),
@@ -245,6 +246,12 @@ async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<(
                 row.rollout.rollout_id.clone(),
                 split(&row.rollout).to_owned(),
                 row.rollout.status.to_string(),
+                // The resources version it ran with (the store gives a rollout the latest
+                // version when it is enqueued without one).
+                row.rollout
+                    .resources_id
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), one_line),
                 attempt.map_or(0, |a| a.sequence_id).to_string(),
                 table::score(row.final_reward),
                 attempt.map_or_else(|| "-".to_owned(), attempt_duration),

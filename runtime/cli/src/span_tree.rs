@@ -66,6 +66,75 @@ fn attr(span: &Span, key: &str) -> Option<String> {
     })
 }
 
+/// The name and attribute keys of an outgoing HTTP request's span as the host writes them
+/// (`agl_wasm`'s sandbox/http/span.rs: OpenTelemetry's HTTP client conventions), and
+/// OpenTelemetry's `url.full`, which other tracers write.
+mod http {
+    pub const SPAN: &str = "agl.http.request";
+    pub const METHOD: &str = "http.request.method";
+    pub const SCHEME: &str = "url.scheme";
+    pub const HOST: &str = "server.address";
+    pub const PORT: &str = "server.port";
+    pub const PATH: &str = "url.path";
+    pub const FULL: &str = "url.full";
+    pub const STATUS: &str = "http.response.status_code";
+}
+
+fn is_http_request(span: &Span) -> bool {
+    span.name == http::SPAN
+        || (span.attributes.contains_key(http::METHOD)
+            && (span.attributes.contains_key(http::FULL) || span.attributes.contains_key(http::HOST)))
+}
+
+/// An HTTP request in a few words: `METHOD URL → STATUS` ("→ no response" when none came). The
+/// URL is the guest's text: it is shown without credentials (userinfo), query or fragment, and
+/// safe to print.
+fn http_request(span: &Span) -> String {
+    let method = attr(span, http::METHOD).unwrap_or_else(|| "?".to_owned());
+    let url = match text_attr(span, http::FULL) {
+        Some(full) => url_without_secrets(full),
+        None => {
+            let scheme = text_attr(span, http::SCHEME).unwrap_or("http");
+            let host = without_userinfo(text_attr(span, http::HOST).unwrap_or("?"));
+            let host = if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]") // an IPv6 address
+            } else {
+                host.to_owned()
+            };
+            let port = span.attributes.get(http::PORT).and_then(Value::as_u64);
+            let port = match (scheme, port) {
+                (_, None) | ("http", Some(80)) | ("https", Some(443)) => String::new(),
+                (_, Some(port)) => format!(":{port}"),
+            };
+            let path = text_attr(span, http::PATH).unwrap_or("");
+            format!("{scheme}://{host}{port}{}", without_query(path))
+        }
+    };
+    let status = attr(span, http::STATUS).unwrap_or_else(|| "no response".to_owned());
+    one_line(&format!("{method} {url} → {status}"))
+}
+
+/// `url` without its userinfo (`user:password@`), query and fragment.
+fn url_without_secrets(url: &str) -> String {
+    let url = without_query(url);
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = rest.find('/').map_or((rest, ""), |at| rest.split_at(at));
+    let authority = without_userinfo(authority);
+    if scheme.is_empty() {
+        format!("{authority}{path}")
+    } else {
+        format!("{scheme}://{authority}{path}")
+    }
+}
+
+fn without_userinfo(authority: &str) -> &str {
+    authority.rsplit_once('@').map_or(authority, |(_, host)| host)
+}
+
+fn without_query(text: &str) -> &str {
+    text.find(['?', '#']).map_or(text, |at| &text[..at])
+}
+
 /// A span's line (its name and what it says in a few words) and the lines under it.
 fn describe(span: &Span) -> (String, Vec<String>) {
     let mut head = span.name.clone();
@@ -159,6 +228,8 @@ fn describe(span: &Span) -> (String, Vec<String>) {
             attr(span, c::SPANS_BUDGET_BOUND).unwrap_or_default(),
             one_line(&attr(span, c::SPANS_DROPPED_BY_NAME).unwrap_or_default())
         ));
+    } else if is_http_request(span) {
+        say(http_request(span));
     } else if !span.attributes.is_empty() {
         let mut keys: Vec<&String> = span.attributes.keys().collect();
         keys.sort();
@@ -228,6 +299,54 @@ mod tests {
                 "  agentlightning.message  log info: two⏎lines",
                 "  agentlightning.annotation  reward primary = 0.5000",
             ]
+        );
+    }
+
+    #[test]
+    fn an_http_request_reads_as_method_url_and_status() {
+        let mut request = json!({
+            http::METHOD: "GET", http::SCHEME: "http", http::HOST: "127.0.0.1", http::PORT: 8080,
+            http::PATH: "/capital", http::STATUS: 200, "http.response.body.size": 42,
+            "agl.http.latency_ms": 1.5,
+        });
+        let shown = |attributes: &Value, status: &str| {
+            let mut span = (*span("h", None, http::SPAN, 1.0, attributes.clone())).clone();
+            span.end_time = Some(1.25);
+            if status == "ERROR" {
+                span.status = serde_json::from_value(json!({"status_code": "ERROR", "description": "not granted"}))
+                    .expect("a status");
+            }
+            lines(&[Arc::new(span)]).remove(0)
+        };
+        assert_eq!(
+            shown(&request, "OK"),
+            "agl.http.request (0.25 s)  GET http://127.0.0.1:8080/capital → 200"
+        );
+        // Default ports go unsaid; a refused request has no status but its reason.
+        request[http::PORT] = json!(443);
+        request[http::SCHEME] = json!("https");
+        request.as_object_mut().expect("object").remove(http::STATUS);
+        assert_eq!(
+            shown(&request, "ERROR"),
+            "agl.http.request (0.25 s)  GET https://127.0.0.1/capital → no response  ERROR: not granted"
+        );
+        // Hostile text: no credentials, no query, no terminal controls.
+        let hostile = json!({
+            http::METHOD: "POST", http::FULL: "https://user:secret@evil.example/x\u{1b}[2J?token=abc#f",
+            http::STATUS: 500,
+        });
+        let line = shown(&hostile, "OK");
+        assert_eq!(
+            line,
+            "agl.http.request (0.25 s)  POST https://evil.example/x\\u001b[2J → 500"
+        );
+        let host_with_userinfo = json!({
+            http::METHOD: "GET", http::SCHEME: "http", http::HOST: "me:pw@h\nost", http::PORT: 80,
+            http::PATH: "/p?q=1",
+        });
+        assert_eq!(
+            shown(&host_with_userinfo, "OK"),
+            "agl.http.request (0.25 s)  GET http://h⏎ost/p → no response"
         );
     }
 

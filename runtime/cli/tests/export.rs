@@ -1,9 +1,13 @@
 //! `agl-host export`: a real APO run of the math agent (scripted LLM) kept in an SQLite file,
 //! exported as triplets, chat transcripts and spans; the values are checked against what
 //! `agl-host show --json` reports for the same run (the task in the prompt, the final rewards,
-//! the attempts, the spans as stored). The same file served by `agl-host store` exports the
-//! same lines over HTTP, and a run kept in PostgreSQL exports from its URL. Bad sources exit 2
-//! with one line, and a failed export leaves `--out` as it was.
+//! the attempts, the spans as stored). The run's two prompt versions (resources v0 and v1) and
+//! its rewards (0 and 1) are filtered on with --resources-version and --min/--max-reward, from
+//! the file and from a served store. A real run of the tool agent exports the tools it offered
+//! the model, in OpenAI's shape, with its tool calls and their results. The same file served by
+//! `agl-host store` exports the same lines over HTTP, and a run kept in PostgreSQL exports from
+//! its URL. Bad sources and filters exit 2 with one line, and a failed export leaves `--out` as
+//! it was.
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -342,6 +346,31 @@ fn a_missing_or_unknown_source_exits_2_with_one_line() {
         &["--db", &kept.db_url(), "--format", "spans", "--mode", "dev"],
         "expected train, val or test",
     );
+    refused(
+        &["--db", &kept.db_url(), "--format", "spans", "--min-reward", "high"],
+        "invalid value 'high' for '--min-reward <X>': expected a number",
+    );
+    refused(
+        &["--db", &kept.db_url(), "--format", "spans", "--max-reward", "NaN"],
+        "expected a number",
+    );
+    refused(
+        &[
+            "--db",
+            &kept.db_url(),
+            "--format",
+            "spans",
+            "--min-reward",
+            "1",
+            "--max-reward",
+            "0",
+        ],
+        "--min-reward 1 is above --max-reward 0",
+    );
+    refused(
+        &["--db", &kept.db_url(), "--format", "spans", "--resources-version", "v7"],
+        "--resources-version v7: no such resources in",
+    );
     // A port nothing listens on any more.
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -379,7 +408,7 @@ fn no_matching_rollout_is_an_empty_export_that_says_so() {
     assert_eq!(std::fs::read_to_string(&out).expect("--out written"), "");
     assert!(
         said.contains("0 triplets (one per LLM call) from 0 attempts of 0 rollouts")
-            && said.contains("no rollout matched: --status and --mode choose which"),
+            && said.contains("no rollout matched: --status, --mode, --resources-version, --min-reward"),
         "{said}"
     );
 }
@@ -423,4 +452,259 @@ fn a_run_kept_in_postgres_exports_from_its_url() {
         let question = row["rollout"]["input"]["question"].as_str().expect("question");
         assert!(last_of(&line["prompt"], "user").contains(question), "{line}");
     }
+}
+
+/// The rollout ids of `lines`, each once.
+fn rollout_ids(lines: &[Value]) -> HashSet<String> {
+    lines
+        .iter()
+        .map(|line| line["rollout_id"].as_str().expect("rollout id").to_owned())
+        .collect()
+}
+
+/// The ids of the finished task rollouts `filter` keeps.
+fn expected_ids(kept: &Kept, filter: impl Fn(&Value) -> bool) -> HashSet<String> {
+    kept.tasks(filter)
+        .iter()
+        .map(|row| row["rollout"]["rollout_id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+fn reward_of(row: &Value) -> Option<f64> {
+    row["final_reward"].as_f64()
+}
+
+#[test]
+fn resources_and_reward_filters_keep_exactly_the_rollouts_that_match() {
+    let kept = kept();
+    let db = kept.db_url();
+    let versions: HashSet<&str> = kept
+        .tasks(|_| true)
+        .iter()
+        .filter_map(|row| row["rollout"]["resources_id"].as_str())
+        .collect();
+    assert_eq!(
+        versions,
+        HashSet::from(["v0", "v1"]),
+        "APO's seed prompt and its candidate"
+    );
+    let run_with = |version: &'static str| move |row: &Value| row["rollout"]["resources_id"] == version;
+
+    // One version, in every format; the alias; both versions.
+    let (triplets, said) = export(&["--db", &db, "--format", "triplets", "--resources-version", "v1"]);
+    let v1 = expected_ids(kept, run_with("v1"));
+    assert!(!v1.is_empty() && v1.len() < 256);
+    assert_eq!(triplets.len(), v1.len(), "{said}");
+    assert_eq!(rollout_ids(&triplets), v1);
+    assert!(triplets.iter().all(|line| line["resources_id"] == "v1"));
+    let (messages, _) = export(&[
+        "--run",
+        "apo",
+        "--dir",
+        &runs_dir(),
+        "--format",
+        "messages",
+        "--resources-id",
+        "v0",
+    ]);
+    assert_eq!(rollout_ids(&messages), expected_ids(kept, run_with("v0")));
+    assert_eq!(messages.len(), expected_ids(kept, run_with("v0")).len());
+    let (spans, _) = export(&["--db", &db, "--format", "spans", "--resources-version", "v1"]);
+    assert_eq!(rollout_ids(&spans), v1, "spans too");
+    let (both, _) = export(&["--db", &db, "--format", "triplets", "--resources-version", "v0,v1"]);
+    assert_eq!(both.len(), 256);
+
+    // Rewards, bounds included: 1 and 0 are the run's rewards.
+    let rewards: HashSet<String> = kept
+        .tasks(|_| true)
+        .iter()
+        .map(|row| row["final_reward"].to_string())
+        .collect();
+    assert_eq!(rewards, HashSet::from(["1.0".to_owned(), "0.0".to_owned()]));
+    for (flags, keep) in [
+        (vec!["--min-reward", "1"], (|r: f64| r >= 1.0) as fn(f64) -> bool),
+        (vec!["--max-reward", "0"], |r| r <= 0.0),
+        (vec!["--min-reward", "0.5"], |r| r >= 0.5),
+        (vec!["--min-reward", "0", "--max-reward", "0"], |r| r == 0.0),
+        (vec!["--min-reward", "-1", "--max-reward", "2"], |_| true),
+        (vec!["--min-reward", "0.2", "--max-reward", "0.8"], |_| false),
+    ] {
+        let mut args = vec!["--db", db.as_str(), "--format", "messages"];
+        args.extend(&flags);
+        let (lines, said) = export(&args);
+        let expected = expected_ids(kept, |row| reward_of(row).is_some_and(keep));
+        assert_eq!(rollout_ids(&lines), expected, "{flags:?}: {said}");
+        assert_eq!(lines.len(), expected.len(), "{flags:?}");
+        assert!(
+            lines.iter().all(|line| line["reward"].as_f64().is_some_and(keep)),
+            "{flags:?}"
+        );
+        let left_out = 256 - expected.len();
+        if left_out > 0 {
+            assert!(
+                said.contains(&format!("; {left_out} attempt"))
+                    && said.contains("left out by --min-reward/--max-reward"),
+                "{flags:?}: {said}"
+            );
+        }
+    }
+
+    // Both filters together, with the others.
+    let (lines, said) = export(&[
+        "--db",
+        &db,
+        "--format",
+        "triplets",
+        "--resources-version",
+        "v1",
+        "--min-reward",
+        "1",
+        "--mode",
+        "val",
+    ]);
+    let expected = expected_ids(kept, |row| {
+        row["rollout"]["resources_id"] == "v1" && row["rollout"]["mode"] == "val" && reward_of(row) == Some(1.0)
+    });
+    assert!(!expected.is_empty());
+    assert_eq!(rollout_ids(&lines), expected, "{said}");
+    assert_eq!(lines.len(), expected.len());
+    assert!(
+        said.contains(&format!("from {n} attempts of {n} rollouts", n = expected.len())),
+        "only the exported ones are counted: {said}"
+    );
+}
+
+#[test]
+fn a_served_store_filters_as_the_file_does() {
+    let kept = kept();
+    let dir = scratch("agl-export", "served-filters");
+    let copy = dir.join("served.db");
+    std::fs::copy(kept.db(), &copy).expect("a copy of the kept run");
+    let db = format!("sqlite:{}", copy.display());
+    let store = ServerProcess::agl_host_store(&["--db", &db]);
+    let filters = ["--resources-version", "v0", "--min-reward", "1"];
+    let over_http: Vec<&str> = ["--store", store.url.as_str(), "--format", "messages"]
+        .into_iter()
+        .chain(filters)
+        .collect();
+    let (served, said) = export(&over_http);
+    let expected = expected_ids(kept, |row| {
+        row["rollout"]["resources_id"] == "v0" && reward_of(row).is_some_and(|r| r >= 1.0)
+    });
+    assert!(!expected.is_empty());
+    assert_eq!(rollout_ids(&served), expected, "{said}");
+    let unknown = agl_host([
+        "export",
+        "--store",
+        store.url.as_str(),
+        "--format",
+        "messages",
+        "--resources-version",
+        "v9",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(stderr(&unknown).contains("--resources-version v9: no such resources in"));
+}
+
+/// The tool agent's one tool, as `examples/tool-agent/src/lib.rs` offers it, in OpenAI's shape.
+fn lookup_capital() -> Value {
+    serde_json::json!({"type": "function", "function": {
+        "name": "lookup_capital",
+        "description": "The capital city of a country.",
+        "parameters": {"type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]}
+    }})
+}
+
+#[test]
+fn a_tool_using_run_exports_the_tools_offered_with_the_calls_and_results() {
+    // Not granted its lookup service, the agent still offers the tool, the (scripted) model still
+    // calls it, and the failed lookup goes back as the tool's result: two LLM calls per attempt.
+    let dir = scratch("agl-export", "tools");
+    let example = repo().join("examples/tool-agent");
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let run = agl_host(with_files(
+        vec![
+            "dev".into(),
+            "--agent".into(),
+            example.clone().into(),
+            "--db".into(),
+            db.clone().into(),
+        ],
+        &example,
+        &[
+            ("--train", "data/train.jsonl"),
+            ("--resources", "initial-resources.json"),
+            ("--llm-script", "rules.json"),
+        ],
+    ));
+    assert!(run.status.success(), "{}", text(&run));
+
+    let (triplets, said) = export(&["--db", &db, "--format", "triplets"]);
+    assert_eq!(triplets.len(), 10, "two calls for each of 5 tasks: {said}");
+    // What the spans recorded, by span id: the tools of each LLM call.
+    let mut recorded: HashMap<String, Value> = HashMap::new();
+    for rollout_id in rollout_ids(&triplets) {
+        let show = agl_host(["show", "--db", db.as_str(), rollout_id.as_str(), "--json"]);
+        assert!(show.status.success(), "{}", text(&show));
+        let record: Value = serde_json::from_slice(&show.stdout).expect("JSON");
+        for span in record["spans"].as_array().expect("spans") {
+            if let Some(tools) = span["attributes"]["gen_ai.request.tools"].as_str() {
+                let tools: Value = serde_json::from_str(tools).expect("recorded whole");
+                recorded.insert(span["span_id"].as_str().expect("id").to_owned(), tools);
+            }
+        }
+    }
+    for line in &triplets {
+        let offered = &recorded[line["span_id"].as_str().expect("span id")];
+        assert_eq!(offered[0]["name"], "lookup_capital");
+        let openai: Vec<Value> = offered
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|tool| serde_json::json!({"type": "function", "function": tool}))
+            .collect();
+        assert_eq!(line["tools"], Value::Array(openai), "as recorded: {line}");
+        assert_eq!(
+            line["tools"],
+            serde_json::json!([lookup_capital()]),
+            "as offered: {line}"
+        );
+    }
+    let first = triplets.iter().find(|line| line["index"] == 0).expect("a first call");
+    let call = &first["tool_calls"][0];
+    assert_eq!(call["type"], "function", "{first}");
+    assert_eq!(call["function"]["name"], "lookup_capital", "{first}");
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().expect("arguments as JSON text")).expect("JSON");
+    assert!(arguments["country"].is_string(), "{first}");
+
+    let (transcripts, _) = export(&["--db", &db, "--format", "messages"]);
+    assert_eq!(transcripts.len(), 5);
+    for line in &transcripts {
+        assert_eq!(line["tools"], serde_json::json!([lookup_capital()]), "once: {line}");
+        let messages = line["messages"].as_array().expect("messages");
+        let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{line}");
+        let asked = &messages[1];
+        assert_eq!(asked["content"], "", "{line}");
+        let call = &asked["tool_calls"][0];
+        assert!(call["id"].as_str().is_some_and(|id| !id.is_empty()), "{line}");
+        assert_eq!(
+            (&call["type"], &call["function"]["name"]),
+            (&"function".into(), &"lookup_capital".into())
+        );
+        assert!(call["function"]["arguments"].is_string(), "{line}");
+        let answered = &messages[2];
+        assert_eq!(answered["tool_call_id"], call["id"], "{line}");
+        assert!(
+            answered["content"].as_str().is_some_and(|c| c.starts_with("error: ")),
+            "{line}"
+        );
+        assert!(answered.get("tool_calls").is_none(), "{line}");
+    }
+
+    // The math agent offers no tool: no "tools" field.
+    let (plain, _) = export(&["--db", &kept().db_url(), "--format", "messages", "--mode", "val"]);
+    assert!(!plain.is_empty());
+    assert!(plain.iter().all(|line| line.get("tools").is_none()));
 }

@@ -259,6 +259,35 @@ fn show_lists_the_rollouts_of_a_run_with_their_statuses() {
     assert!(rows.iter().all(|r| r.contains(" succeeded ")), "{said}");
     assert_eq!(rows.iter().filter(|r| r.contains(" val ")).count(), 64, "{said}");
     assert!(said.contains("the algorithm's own rollout (succeeded)"), "{said}");
+    // Each rollout's resources version, as the store keeps it; APO's rounds ran several.
+    let header = said
+        .lines()
+        .find(|l| l.trim_start().starts_with("rollout "))
+        .unwrap_or_else(|| panic!("no table header:\n{said}"));
+    assert!(
+        header
+            .split_whitespace()
+            .take(4)
+            .eq(["rollout", "split", "status", "resources"]),
+        "{header}"
+    );
+    let records = rollouts_of(kept.apo_id());
+    let mut versions: Vec<&str> = Vec::new();
+    for rollout in records.iter().map(|r| &r["rollout"]) {
+        let id = rollout["rollout_id"].as_str().expect("rollout id");
+        let Some(row) = rows.iter().find(|r| r.trim_start().starts_with(id)) else {
+            continue; // the algorithm's own rollout
+        };
+        let version = rollout["resources_id"].as_str().expect("a resources version");
+        assert_eq!(row.split_whitespace().nth(3), Some(version), "{row}");
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
+    }
+    assert!(
+        versions.len() > 1,
+        "APO ran its rollouts with several versions: {versions:?}"
+    );
 
     // A unique start of the id will do; the probe run has failures, with their reasons.
     let show = agl_host_in(&kept.dir, &["show", &kept.probe_id()[..22]]);

@@ -165,6 +165,22 @@ fn granted_the_agent_looks_capitals_up_and_its_trace_nests_llm_http_llm_reward()
         "{request:#}"
     );
 
+    // In the span tree, the request is one line: method, URL and status (and its duration).
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let rollout_id = request["rollout_id"].as_str().expect("rollout id");
+    let tree = agl_host(["show", "--db", &db, rollout_id]);
+    assert!(tree.status.success(), "{}", text(&tree));
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    let line = tree
+        .lines()
+        .find(|l| l.trim_start().starts_with("agl.http.request"))
+        .unwrap_or_else(|| panic!("no request in the tree:\n{tree}"));
+    assert!(
+        line.contains(&format!("  GET {}/capital → 200", service.url.trim_end_matches('/'))),
+        "{line}"
+    );
+    assert!(!line.contains("http.request.method"), "no attribute dump: {line}");
+
     let unknown = spans_of_question(&dir, &results, "Atlantis");
     let refused = http_spans(&unknown);
     assert_eq!(refused.len(), 1, "{unknown:#?}");

@@ -1,7 +1,8 @@
 //! Building a user's guest crate outside its source tree: into a cache directory (the CLI passes
 //! the user's cache, `~/.cache/agl-host/guests` by default) that holds one cargo target directory
 //! shared by every crate it builds, and a copy of each component under a name of its own —
-//! `<artifact>-<16 hex digits of the crate folder's path>.wasm` — so that two crates with one name
+//! `<name>-<16 hex digits of the crate folder's path>.wasm` (`naming.rs`: the package name as
+//! `[a-z0-9_]`, which is cargo's artifact name) — so that two crates with one name
 //! never overwrite each other. A file lock makes the build and the copy one step across processes.
 
 use crate::error::GuestBuildError;
@@ -55,7 +56,8 @@ pub(crate) fn build_cached_noting(
 fn cached_component_path(folder: &Path, names: &CrateNames, cache_dir: &Path) -> PathBuf {
     let digest = Sha256::digest(folder.as_os_str().as_encoded_bytes());
     let hex: String = digest.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
-    cache_dir.join(format!("{}-{hex}.wasm", names.artifact))
+    let name = crate::component_name(Some(&names.package), folder);
+    cache_dir.join(format!("{name}-{hex}.wasm"))
 }
 
 #[cfg(test)]

@@ -95,17 +95,13 @@ fn fingerprint(folder: &Path, sdk_digest: &str) -> Result<Fingerprint, GuestBuil
     )
 }
 
-/// The stem of the component's file: the folder's name, as `[A-Za-z0-9_]`.
+/// The stem of the component's file: `package.json`'s `"name"`, else the folder's (`naming.rs`).
 fn component_name(folder: &Path) -> String {
-    let raw = folder
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name: String = raw
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    if name.is_empty() { "js_guest".to_owned() } else { name }
+    let package = std::fs::read_to_string(folder.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|manifest| manifest.get("name")?.as_str().map(str::to_owned));
+    crate::component_name(package.as_deref(), folder)
 }
 
 /// Runs the build script; its failure (the user's code does not bundle or does not componentize)
@@ -145,9 +141,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_come_from_the_folder() {
-        assert_eq!(component_name(Path::new("/x/math-agent-js")), "math_agent_js");
-        assert_eq!(component_name(Path::new("/")), "js_guest");
+    fn names_come_from_package_json_else_the_folder() {
+        let root = crate::repo_root();
+        assert_eq!(component_name(&root.join("examples/math-agent-js")), "math_agent_js");
+        assert_eq!(component_name(&root.join("tests/guests/probe-js")), "probe_js");
+        let dir = std::env::temp_dir().join(format!("agl-js-name-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("package.json"), r#"{"name": "@Me/Calc-Agent"}"#).expect("write");
+        assert_eq!(component_name(&dir), "me_calc_agent");
+        std::fs::write(dir.join("package.json"), "{}").expect("write");
+        assert_eq!(
+            component_name(&dir),
+            format!("agl_js_name_{}", std::process::id()),
+            "the folder's"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(component_name(Path::new("/")), "guest");
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod fingerprint;
 mod folder;
 mod js;
 mod manifest;
+mod naming;
 mod python;
 mod tool;
 
@@ -32,6 +33,7 @@ pub use cache::build_cached;
 pub use error::GuestBuildError;
 pub use folder::{GuestLanguage, build_folder, build_folder_noting, detect};
 pub use manifest::{CrateNames, crate_names};
+pub use naming::component_name;
 
 /// The Rust target guests are built for.
 pub const GUEST_TARGET: &str = "wasm32-wasip2";

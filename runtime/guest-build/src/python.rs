@@ -140,22 +140,9 @@ fn check_module(folder: &Path, module: &str) -> Result<(), GuestBuildError> {
     })
 }
 
-/// The stem of the component's file: the project's name, else the folder's, as `[A-Za-z0-9_]`.
+/// The stem of the component's file: the project's name, else the folder's (`naming.rs`).
 fn component_name(project: &Project, folder: &Path) -> String {
-    let raw = project
-        .name
-        .clone()
-        .or_else(|| folder.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_default();
-    let name: String = raw
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    if name.is_empty() {
-        "python_guest".to_owned()
-    } else {
-        name
-    }
+    crate::component_name(project.name.as_deref(), folder)
 }
 
 /// Runs componentize-py; its error (the Python traceback of a module that does not import, say)

@@ -7,14 +7,14 @@ use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
 use crate::clocks::attempt_seed;
-use crate::failure::{Failure, MAX_REASON_BYTES, one_line};
+use crate::failure::{self, Failure, MAX_REASON_BYTES, one_line};
 use crate::imports::reward::{final_reward, invalid_reward, record_final_reward};
 use crate::llm_allowance::LlmAllowance;
 use crate::loaded::Loaded;
 use crate::output::CapturedOutput;
 use crate::sandbox::{InstanceContext, Sandbox, new_store};
 use crate::spans::{SpanRecorder, names};
-use crate::state::{AttemptState, HostState, InstanceState, clip};
+use crate::state::{AttemptState, HostState, InstanceState};
 use agl_llm::LlmBackend;
 use agl_store::{Attempt, AttemptStatus, ResourcesUpdate, Rollout};
 use opentelemetry::KeyValue;
@@ -193,17 +193,14 @@ impl AgentComponent {
             Ok(()) => {
                 match tokio::time::timeout_at(abandon_at, self.instantiate_and_call(&mut store, &ctx, &task_json)).await
                 {
-                    Err(_) => Err(plain_failure(format!(
-                        "deadline of {:?} exceeded while the agent waited in a host call",
-                        self.policy.limits.deadline
+                    Err(_) => Err(plain_failure(failure::host_call_deadline(
+                        "agent",
+                        self.policy.limits.deadline,
                     ))),
                     Ok(Err(trap)) => Err(self.describe_trap("agent", &trap, &stderr_pipe.peek())),
-                    Ok(Ok(Err(reason))) => Err(plain_failure(format!(
-                        "agent error: {}",
-                        clip(&reason, MAX_REASON_BYTES)
-                    ))),
+                    Ok(Ok(Err(reason))) => Err(plain_failure(failure::guest_error("agent", &reason))),
                     Ok(Ok(Ok(Some(reward)))) => match invalid_reward(reward) {
-                        Some(why) => Err(plain_failure(format!("the agent returned a bad reward: {why}"))),
+                        Some(why) => Err(plain_failure(failure::bad_reward("agent", &why))),
                         None => Ok(Some(reward)),
                     },
                     Ok(Ok(Ok(None))) => Ok(None),

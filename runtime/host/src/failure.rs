@@ -34,7 +34,12 @@ pub fn describe_trap(role: &str, policy: &SandboxPolicy, error: &wasmtime::Error
         }
         Some(Trap::OutOfFuel) => format!("fuel budget of {} exhausted", policy.limits.fuel.unwrap_or_default()),
         Some(Trap::UnreachableCodeReached) => format!("the {role} panicked (wasm `unreachable` executed)"),
-        Some(trap) => format!("trap: {trap}"),
+        // wasmtime says "wasm trap: integer overflow": the kind is all that is new here.
+        Some(trap) => {
+            let text = trap.to_string();
+            let kind = text.strip_prefix("wasm trap: ").unwrap_or(&text);
+            format!("the {role} trapped: {kind}")
+        }
         None => {
             let cause = error_chain(error);
             if cause.contains("forcing trap when growing memory") {
@@ -47,7 +52,7 @@ pub fn describe_trap(role: &str, policy: &SandboxPolicy, error: &wasmtime::Error
         }
     };
     let reason = match guest_message(&stderr.text) {
-        Some(message) => format!("{what}: {}", clip(&message, MAX_GUEST_MESSAGE_BYTES)),
+        Some(message) => compose(&what, &clip(&message, MAX_GUEST_MESSAGE_BYTES)),
         None => what,
     };
     Failure {
@@ -56,15 +61,74 @@ pub fn describe_trap(role: &str, policy: &SandboxPolicy, error: &wasmtime::Error
     }
 }
 
-/// The error chain without wasmtime's backtrace wrapper, one line, outermost first.
+/// The guest (`role`) returned an error with `reason`, its own words.
+pub fn guest_error(role: &str, reason: &str) -> String {
+    one_line(
+        &compose(&format!("{role} error"), &clip(reason, MAX_REASON_BYTES)),
+        MAX_REASON_BYTES,
+    )
+}
+
+/// The guest (`role`) outlived its deadline while it waited in a host call (no trap could stop it).
+pub fn host_call_deadline(role: &str, deadline: std::time::Duration) -> String {
+    format!("deadline of {deadline:?} exceeded while the {role} waited in a host call")
+}
+
+/// The guest (`role`) returned a reward that is not one (`why`).
+pub fn bad_reward(role: &str, why: &str) -> String {
+    compose(&format!("the {role} returned a bad reward"), why)
+}
+
+/// `what: cause` said once: labels leading `cause` that only repeat the end of `what`, or the
+/// label after them, are dropped ("agent error" and "Error: bad task" make "agent error: bad
+/// task"), and a cause that already begins with `what` stands alone.
+pub fn compose(what: &str, cause: &str) -> String {
+    let what_words = words(what);
+    let mut cause = cause.trim();
+    while let Some((label, rest)) = cause.split_once(':') {
+        let label = words(label);
+        let repeats_what = label.len() <= what_words.len() && what_words.ends_with(&label);
+        let repeated = rest.split_once(':').is_some_and(|(next, _)| words(next) == label);
+        if label.is_empty() || !(repeats_what || repeated) {
+            break;
+        }
+        cause = rest.trim_start();
+    }
+    let cause_words = words(cause);
+    if cause_words.is_empty() {
+        what.to_owned()
+    } else if cause_words.starts_with(&what_words) {
+        cause.to_owned()
+    } else {
+        format!("{what}: {cause}")
+    }
+}
+
+/// `text`'s words, lowercase, without punctuation.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The error chain without wasmtime's backtrace wrapper, one line, outermost first; an error
+/// whose words its outer one already said is not said again.
 fn error_chain(error: &wasmtime::Error) -> String {
-    error
+    let mut said = String::new();
+    let texts = error
         .chain()
         .map(|e| e.to_string())
         .filter(|text| !text.starts_with(BACKTRACE_CONTEXT))
-        .filter_map(|text| text.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned))
-        .collect::<Vec<_>>()
-        .join(": ")
+        .filter_map(|text| text.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned));
+    for text in texts {
+        if said.is_empty() {
+            said = text;
+        } else if !said.ends_with(&text) {
+            said = compose(&said, &text);
+        }
+    }
+    said
 }
 
 /// What the guest said about its own end on stderr: a Rust panic's message, else the last
@@ -148,6 +212,128 @@ mod tests {
         let failure = describe_trap("agent", &SandboxPolicy::default(), &error, &CapturedOutput::default());
         assert_eq!(failure.reason, "a host call refused: reward.emit: NaN is not a reward");
         assert!(failure.detail.contains("agent!rollout"), "{}", failure.detail);
+    }
+
+    /// Where `reason` says a word twice in a row, or a label twice (`a: a: ...`).
+    fn stutter(reason: &str) -> Option<String> {
+        let all = words(reason);
+        if let Some(pair) = all.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Some(format!("{:?} twice in a row", pair[0]));
+        }
+        let labels: Vec<Vec<String>> = reason.split(':').map(words).collect();
+        labels
+            .windows(2)
+            .find(|pair| !pair[0].is_empty() && pair[1].starts_with(&pair[0]))
+            .map(|pair| format!("the label {:?} twice", pair[0].join(" ")))
+    }
+
+    fn stderr(text: &str) -> CapturedOutput {
+        CapturedOutput {
+            text: text.to_owned(),
+            dropped_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn no_failure_reason_says_a_word_or_a_label_twice() {
+        let policy = SandboxPolicy::default();
+        let quiet = CapturedOutput::default();
+        let traps = [
+            Trap::StackOverflow,
+            Trap::MemoryOutOfBounds,
+            Trap::HeapMisaligned,
+            Trap::TableOutOfBounds,
+            Trap::IndirectCallToNull,
+            Trap::BadSignature,
+            Trap::IntegerOverflow,
+            Trap::IntegerDivisionByZero,
+            Trap::BadConversionToInteger,
+            Trap::UnreachableCodeReached,
+            Trap::Interrupt,
+            Trap::OutOfFuel,
+            Trap::NullReference,
+            Trap::AllocationTooLarge,
+            Trap::CannotEnterComponent,
+        ];
+        let mut reasons = Vec::new();
+        for role in ["agent", "algorithm"] {
+            for trap in traps {
+                reasons.push(describe_trap(role, &policy, &wasmtime::Error::from(trap), &quiet).reason);
+            }
+            // Traps with what the guest said on its way out.
+            let panic = stderr("thread '<unnamed>' panicked at src/lib.rs:1:1:\nthe agent panicked: boom\n");
+            let error = wasmtime::Error::from(Trap::UnreachableCodeReached);
+            reasons.push(describe_trap(role, &policy, &error, &panic).reason);
+            let python = stderr("Traceback (most recent call last):\nMemoryError: memory limit exceeded\n");
+            let memory = wasmtime::Error::msg("forcing trap when growing memory to 1073741824 bytes");
+            reasons.push(describe_trap(role, &policy, &memory, &python).reason);
+            let deadline = stderr("deadline exceeded\n");
+            reasons.push(describe_trap(role, &policy, &wasmtime::Error::from(Trap::Interrupt), &deadline).reason);
+            reasons.push(describe_trap(role, &policy, &wasmtime::Error::msg(""), &quiet).reason);
+            // A host call's refusal wrapped in contexts that repeat it.
+            let refused = wasmtime::Error::msg("NaN is not a reward")
+                .context("reward.emit: NaN is not a reward")
+                .context(format!("{BACKTRACE_CONTEXT}:\n    0: 0x1 - agent!rollout"));
+            reasons.push(describe_trap(role, &policy, &refused, &quiet).reason);
+            reasons.push(host_call_deadline(role, std::time::Duration::from_secs(3)));
+            reasons.push(bad_reward(role, "NaN is not a reward"));
+            // The guest's own error, as the SDKs word them (an LLM refusal, a thrown Error...).
+            for said in [
+                "LLM budget of this attempt exceeded: calls: 3 of 2 used",
+                "LLM call timed out: the backend did not answer within the host's limit",
+                "LLM call refused: model `m` is not allowed for this agent",
+                "JSON error: expected value at line 1 column 1",
+                "Error: probe: panic on purpose",
+                "error: bad output",
+                "agent error: agent error: bad task",
+                "RuntimeError: probe: panic on purpose",
+            ] {
+                reasons.push(guest_error(role, said));
+            }
+        }
+        for reason in &reasons {
+            assert_eq!(stutter(reason), None, "{reason}");
+        }
+        assert!(
+            reasons.contains(&"the agent trapped: integer overflow".to_owned()),
+            "{reasons:#?}"
+        );
+        assert!(reasons.contains(&"agent error: bad task".to_owned()), "{reasons:#?}");
+        assert!(
+            reasons.contains(&"agent error: probe: panic on purpose".to_owned()),
+            "{reasons:#?}"
+        );
+        assert!(
+            reasons.contains(&"a host call refused: reward.emit: NaN is not a reward".to_owned()),
+            "{reasons:#?}"
+        );
+        // The checker itself finds what it is for.
+        assert!(stutter("trap: wasm trap: x").is_none(), "different labels");
+        assert!(stutter("timeout: timeout: x").is_some());
+        assert!(stutter("agent failed: failed to run").is_some());
+    }
+
+    #[test]
+    fn composing_drops_what_the_cause_repeats() {
+        assert_eq!(compose("agent error", "Error: bad"), "agent error: bad");
+        assert_eq!(compose("agent error", "agent error: bad"), "agent error: bad");
+        assert_eq!(compose("agent error", "  "), "agent error");
+        assert_eq!(
+            compose("memory limit of 1 MiB exceeded", "MemoryError"),
+            "memory limit of 1 MiB exceeded: MemoryError"
+        );
+        assert_eq!(
+            compose("deadline of 3s exceeded", "deadline of 3s exceeded"),
+            "deadline of 3s exceeded"
+        );
+        assert_eq!(
+            compose("agent error", "RuntimeError: x"),
+            "agent error: RuntimeError: x"
+        );
+        assert_eq!(
+            compose("a host call refused", "timeout: timeout: x"),
+            "a host call refused: timeout: x"
+        );
     }
 
     #[test]

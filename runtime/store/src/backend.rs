@@ -38,6 +38,10 @@ impl Default for StoreOptions {
 pub struct RunRecord {
     /// E.g. `run-20261124-210512-3f2a`.
     pub run_id: String,
+    /// The name the user gave the run (`agl-host run --name`), if any: their text, printable
+    /// and short, but to be shown through a terminal sanitiser all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Seconds since the Unix epoch.
     pub started_at: f64,
     pub finished_at: Option<f64>,

@@ -4,7 +4,8 @@
 
 /**
  * A listed run (`{id, file, status, agent_name, run: RunRecord}` or `{id, file, error}`) as the
- * Runs view shows it: status, start, elapsed, rollouts, mean reward overall and per split, best.
+ * Runs view shows it: its name (`run --name`), status, start, elapsed, rollouts, mean reward
+ * overall and per split, best.
  */
 export function runSummary(entry, now = Date.now() / 1000) {
   const run = entry.run ?? null;
@@ -16,6 +17,7 @@ export function runSummary(entry, now = Date.now() / 1000) {
   return {
     id: entry.id,
     runId: run?.run_id ?? entry.id,
+    name: typeof run?.name === "string" ? run.name : null,
     error: entry.error ?? null,
     status: entry.status ?? run?.status ?? null,
     agent: entry.agent_name ?? run?.agent ?? null,

@@ -115,9 +115,9 @@ impl AlgorithmComponent {
         };
         let limit = self.policy.limits.deadline + self.policy.llm.timeout;
         let result = match tokio::time::timeout(limit, call).await {
-            Err(_) => Err(format!(
-                "deadline of {:?} exceeded while the algorithm waited in a host call",
-                self.policy.limits.deadline
+            Err(_) => Err(crate::failure::host_call_deadline(
+                "algorithm",
+                self.policy.limits.deadline,
             )),
             Ok(Err(trap)) => Err(self.describe_trap("algorithm", &trap, &stderr.peek()).reason),
             Ok(Ok(Err(reason))) => Err(one_line(&reason, MAX_REASON_BYTES)),

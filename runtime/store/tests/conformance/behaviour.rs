@@ -873,6 +873,7 @@ async fn the_run_record_is_kept_and_replaced() {
     assert_eq!(store.run_record().await.unwrap(), None);
     let mut record = RunRecord {
         run_id: "run-20261124-210512-3f2a".into(),
+        name: Some("baseline on the new prompt".into()),
         started_at: T0,
         finished_at: None,
         status: "running".into(),

@@ -27,6 +27,13 @@ test("a run's summary: status as listed, elapsed, rollouts, means per split, bes
   assert.deepEqual(splitsOf([a, b, bad]), ["train"]);
 });
 
+test("a run's name comes from its record, when it has one", () => {
+  const named = { ...entries[0], run: { ...entries[0].run, name: "apo, new seed" } };
+  assert.equal(runSummary(named).name, "apo, new seed");
+  assert.equal(runSummary(entries[0]).name, null);
+  assert.equal(runSummary({ ...entries[0], run: { ...entries[0].run, name: 42 } }).name, null);
+});
+
 test("two runs compared start from the second newest to the newest, unless asked", () => {
   assert.deepEqual(pickRuns(entries, {}), { a: "a", b: "b" });
   assert.deepEqual(pickRuns(entries, { a: "b", b: "a" }), { a: "b", b: "a" });

@@ -21,8 +21,12 @@ export async function render(context) {
   const split = context.params.mode ?? (modes.includes("val") ? "val" : "all");
   const result = compareRuns(tasksA, tasksB, split === "all" ? "" : split);
   const params = { a, b, mode: split };
-  const name = (id) => summaries.find((s) => s.id === id)?.runId ?? id;
-  const choices = summaries.map((s) => [s.id, `${s.runId} (${s.algorithm ?? "?"}, ${s.status ?? "?"})`]);
+  const label = (s) => (s.name ? `${s.name} · ${s.runId}` : s.runId);
+  const name = (id) => {
+    const s = summaries.find((s) => s.id === id);
+    return s ? label(s) : id;
+  };
+  const choices = summaries.map((s) => [s.id, `${label(s)} (${s.algorithm ?? "?"}, ${s.status ?? "?"})`]);
   return h("section", { "data-view": "compare-runs" },
     h("h1", {}, "Compare runs"),
     h("div", { class: "filters" },

@@ -37,7 +37,8 @@ function content(summaries) {
 function row(s, splits) {
   const open = () => { location.href = `${runBase(s.id)}#/`; };
   return h("tr", { class: "clickable", onclick: open, "data-run": s.id },
-    h("td", { class: "mono" }, h("a", { href: `${runBase(s.id)}#/` }, s.runId)),
+    h("td", { class: "mono" }, h("a", { href: `${runBase(s.id)}#/` }, s.runId),
+      s.name ? h("div", { class: "muted", "data-cell": "name" }, s.name) : null),
     h("td", {}, status(s.status)),
     h("td", { class: "time" }, time(s.started)),
     h("td", {}, duration(s.elapsed)),
