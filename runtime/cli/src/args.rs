@@ -9,6 +9,11 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// Most runners one process runs (`run --runners`, `runner --runners`): agents in flight at once.
+pub const MAX_RUNNERS: i64 = 16_384;
+/// Most runner processes `run --strategy client-server` starts (one per runner).
+pub const MAX_RUNNER_PROCESSES: u16 = 1_024;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    the run completed (agent failures are results, not errors: see the summary)
@@ -635,8 +640,9 @@ pub struct RunnerArgs {
     /// The agent component (.wasm) or its guest folder (Rust, Python or JavaScript).
     #[arg(long, value_name = "AGENT")]
     pub agent: PathBuf,
-    /// Runners in this process.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    /// Runners in this process: agents in flight at once, each a fresh sandboxed instance per
+    /// attempt (thousands are fine for agents that mostly wait on their LLM).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_RUNNERS))]
     pub runners: u16,
     /// Worker ids are PREFIX-1, PREFIX-2, ... (default: runner-<pid>).
     #[arg(long, value_name = "PREFIX")]
@@ -747,8 +753,10 @@ pub struct CommonArgs {
     /// The algorithm's configuration (a JSON object).
     #[arg(long, value_name = "FILE.json")]
     pub algo_config: Option<PathBuf>,
-    /// Runners executing rollouts in parallel in this process.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    /// Runners executing rollouts in parallel: agents in flight at once (thousands are fine for
+    /// agents that mostly wait on their LLM). With --strategy client-server, one process each (at
+    /// most 1,024 there).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_RUNNERS))]
     pub runners: u16,
     /// Write the results (best resources, rewards per split, counts) to this JSON file.
     #[arg(long, short, value_name = "FILE.json")]
@@ -959,6 +967,32 @@ mod tests {
         assert_eq!(run.agent.as_deref(), Some(std::path::Path::new("a.wasm")));
         assert_eq!(run.common.runners, 2);
         assert_eq!(run.common.sandbox.grants.dir.len(), 1);
+    }
+
+    #[test]
+    fn runners_go_up_to_the_in_flight_limit_and_no_further() {
+        let with_runners = |command: &str, runners: &str| {
+            let mut argv = vec!["agl-host", command, "--agent", "a.wasm", "--runners", runners];
+            if command == "run" {
+                argv.extend(["--algo", "b.wasm", "--train", "t.jsonl"]);
+            } else {
+                argv.extend(["--store", "http://h:4747"]);
+            }
+            Cli::try_parse_from(argv)
+        };
+        for command in ["run", "runner"] {
+            assert!(
+                with_runners(command, "4096").is_ok(),
+                "{command}: 4,096 agents in flight"
+            );
+            assert!(
+                with_runners(command, &MAX_RUNNERS.to_string()).is_ok(),
+                "{command}: the limit"
+            );
+            let error = with_runners(command, &(MAX_RUNNERS + 1).to_string()).expect_err("past the limit");
+            assert!(error.to_string().contains("16384"), "{command}: {error}");
+            assert!(with_runners(command, "0").is_err(), "{command}: none");
+        }
     }
 
     #[test]

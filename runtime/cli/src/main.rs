@@ -7,7 +7,6 @@ mod best_cmd;
 mod build_cmd;
 mod builtin;
 mod c_folder;
-mod c_heap;
 mod components;
 mod dashboard_cmd;
 mod dashboard_runs;
@@ -20,6 +19,7 @@ mod kept;
 mod llm;
 mod otlp_export;
 mod output;
+mod process_memory;
 mod progress;
 mod proxy_capabilities;
 mod redact;
@@ -87,7 +87,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    c_heap::configure();
+    process_memory::configure();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match resume::rewrite_command_line(&argv) {
         Ok(Some(rewritten)) => Cli::try_parse_keeping_flags(rewritten).unwrap_or_else(|e| e.exit()),

@@ -63,6 +63,16 @@ pub async fn run(mut common: CommonArgs, target: Target<'_>, algo: &Path, verbos
     };
     let grace = runner_cmd::duration("grace", &common.grace)?;
     let remote = matches!(target, Target::RemoteStore { .. });
+    if common.strategy == Strategy::ClientServer && common.runners > crate::args::MAX_RUNNER_PROCESSES {
+        return Err(crate::inputs::InputError(format!(
+            "--strategy client-server starts one runner process per runner, at most {}; for {} agents in \
+             flight use the default shared-memory strategy, or start `agl-host runner --runners N` processes \
+             against `agl-host store`",
+            crate::args::MAX_RUNNER_PROCESSES,
+            common.runners
+        ))
+        .into());
+    }
     if remote && common.db.is_some() {
         return Err(crate::inputs::InputError(
             "--db keeps a run in the store this process serves; with --store the remote store keeps it \

@@ -1115,6 +1115,25 @@ fn build_makes_a_component_of_a_guest_folder_and_refuses_other_folders() {
 }
 
 #[test]
+fn client_server_refuses_more_runner_processes_than_it_may_start() {
+    let output = math_run(
+        component("examples/math-agent"),
+        "baseline",
+        "initial-resources.json",
+        "rules.json",
+    )
+    .flag("--strategy", "client-server")
+    .flag("--runners", "1025")
+    .output();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("one runner process per runner, at most 1024") && stderr.contains("shared-memory"),
+        "names the limit and the way around it:\n{stderr}"
+    );
+}
+
+#[test]
 fn a_client_server_run_shuts_down_without_a_warning() {
     let output = math_run(
         component("examples/math-agent"),

@@ -69,15 +69,42 @@ impl LlmGate {
                 };
                 (error, refused)
             })?;
-        let call = self.backend.chat(request);
-        match tokio::time::timeout(self.allowance.timeout(), call).await {
-            Err(_) => Err((wit::LlmError::Timeout, None)),
-            Ok(Err(e)) => Err((to_guest_error(e), None)),
-            Ok(Ok(response)) => {
+        let backend = Arc::clone(&self.backend);
+        let request = request.clone();
+        let timeout = self.allowance.timeout();
+        // The call is a task of its own: the HTTP client's deep polling then runs on a runtime
+        // worker's stack, not on this instance's fiber stack, whose pages stay resident for as
+        // long as the agent waits (thousands of agents waiting on their LLM at once).
+        let call = CallTask(tokio::spawn(async move {
+            tokio::time::timeout(timeout, backend.chat(&request)).await
+        }));
+        match call.await {
+            Err(panicked) => Err((wit::LlmError::Backend(format!("the LLM call failed: {panicked}")), None)),
+            Ok(Err(_)) => Err((wit::LlmError::Timeout, None)),
+            Ok(Ok(Err(e))) => Err((to_guest_error(e), None)),
+            Ok(Ok(Ok(response))) => {
                 self.allowance.charge(&response.usage);
                 Ok(response)
             }
         }
+    }
+}
+
+/// An LLM call running as a task, cancelled when its caller stops waiting (the attempt's
+/// deadline abandons the host call, or the instance is dropped).
+struct CallTask<T>(tokio::task::JoinHandle<T>);
+
+impl<T> std::future::Future for CallTask<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for CallTask<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
