@@ -54,29 +54,37 @@ fn guest_cache_dir() -> Result<PathBuf, InputError> {
         .ok_or_else(|| InputError("no cache directory to build guests in: set AGL_CACHE_DIR (or HOME)".to_owned()))
 }
 
-/// Builds the guest folder `dir` (any language) into the cache, saying so on stderr before and
-/// after; `role` ("agent", "algorithm", "guest") names it in the messages.
+/// Builds the guest folder `dir` (any language) into the cache when its build inputs changed,
+/// saying so on stderr before and after (and that it is up to date when they did not); `role`
+/// ("agent", "algorithm", "guest") names it in the messages.
 pub fn build_guest_folder(dir: &Path, role: &str) -> Result<PathBuf, InputError> {
     let c = crate::c_folder::is_c_folder(dir);
     let language = agl_guest_build::detect(dir).map_or(if c { "C" } else { "guest" }, |l| l.name());
-    stderr_line(&format!("building the {role} {} ({language}) ...", dir.display()));
+    let building = || stderr_line(&format!("building the {role} {} ({language}) ...", dir.display()));
+    let mut built = false;
     let path = if c {
+        building();
+        built = true;
         crate::c_folder::build(dir, &guest_cache_dir()?)?
     } else {
+        // Said only when the folder is built: a folder whose build inputs did not change is
+        // taken from the cache, and the line below says so.
         let mut note = |why: &str| {
+            building();
+            built = true;
             let verb = if why == "first build" { "building" } else { "rebuilding" };
             stderr_line(&format!("{verb} {role}: {why}"));
         };
         agl_guest_build::build_folder_noting(dir, &guest_cache_dir()?, false, &mut note)
             .map_err(|e| InputError(format!("cannot build the {role} {}: {e}", dir.display())))?
     };
-    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-    stderr_line(&format!(
-        "built {role} {} -> {} ({})",
-        dir.display(),
-        path.display(),
-        human_size(size)
-    ));
+    let size = human_size(std::fs::metadata(&path).map_or(0, |m| m.len()));
+    let (shown_dir, shown_path) = (dir.display(), path.display());
+    if built {
+        stderr_line(&format!("built {role} {shown_dir} -> {shown_path} ({size})"));
+    } else {
+        stderr_line(&format!("{role} {shown_dir} is up to date -> {shown_path} ({size})"));
+    }
     Ok(path)
 }
 

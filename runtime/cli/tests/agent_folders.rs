@@ -109,6 +109,10 @@ fn a_folder_agents_manifest_is_read_from_the_folder_and_only_sources_rebuild_it(
     assert!(second.status.success(), "{}", text(&second));
     let said = stderr(&second);
     assert!(!said.contains("building agent:"), "no rebuild for data: {said}");
+    assert!(
+        !said.contains("building the agent") && said.contains("is up to date ->"),
+        "the cached build is said to be current: {said}"
+    );
 
     // A source edit is rebuilt, and the line says which file.
     source.push_str("// edited\n");
