@@ -23,6 +23,8 @@
 //! `-- --rounds R` rollouts per runner, 6 by default; `-- --repeat N` runs per figure, 3 by
 //! default; `-- --no-anchor`).
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -235,14 +237,7 @@ fn measure(agent: &Path, setup: &Setup, rounds: u32, llm: SocketAddr, dir: &Path
 /// Agent-lightning 0.3.0's `Trainer(n_runners=runners)` against the mock: rollouts/s and peak memory.
 fn anchor(runners: u32, rounds: u32, llm: SocketAddr) -> Option<(f64, Peak)> {
     let root = agl_guest_build::repo_root();
-    let python = root.join("target/py/agl-0.3/bin/python");
-    if !python.is_file() {
-        println!(
-            "anchor: skipped, no venv at {} (cargo test -p agl-host --test python_client makes it)",
-            python.display()
-        );
-        return None;
-    }
+    let python = common::anchor_python()?;
     let out = std::env::temp_dir().join(format!("agl-in-flight-anchor-{}.txt", std::process::id()));
     let mut child = Command::new(&python)
         .arg(root.join("runtime/cli/benches/agl_python_runner.py"))

@@ -18,6 +18,8 @@
 //! Run: `cargo bench -p agl-host --bench run_throughput` (`-- --quick` for a smoke run: the Rust
 //! agent only, no anchor; `-- --languages` to leave Rust out).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -96,14 +98,7 @@ fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, ru
 /// `Trainer()`'s default; `shm`: shared memory): its median rollouts/s, when its venv exists.
 fn anchor(strategy: &str, repetitions: usize) -> Option<f64> {
     let root = agl_guest_build::repo_root();
-    let python = root.join("target/py/agl-0.3/bin/python");
-    if !python.is_file() {
-        println!(
-            "anchor: skipped, no venv at {} (cargo test -p agl-host --test python_client makes it)",
-            python.display()
-        );
-        return None;
-    }
+    let python = common::anchor_python()?;
     let output = Command::new(&python)
         .arg(root.join("runtime/cli/benches/agl_python_runner.py"))
         .args(["--repeat", &repetitions.to_string(), "--strategy", strategy])

@@ -66,18 +66,11 @@ fn attr(span: &Span, key: &str) -> Option<String> {
     })
 }
 
-/// The name and attribute keys of an outgoing HTTP request's span as the host writes them
-/// (`agl_wasm`'s sandbox/http/span.rs: OpenTelemetry's HTTP client conventions), and
+/// The name and attribute keys of an outgoing HTTP request's span as the host writes them, and
 /// OpenTelemetry's `url.full`, which other tracers write.
 mod http {
-    pub const SPAN: &str = "agl.http.request";
-    pub const METHOD: &str = "http.request.method";
-    pub const SCHEME: &str = "url.scheme";
-    pub const HOST: &str = "server.address";
-    pub const PORT: &str = "server.port";
-    pub const PATH: &str = "url.path";
+    pub use agl_wasm::http_span_keys::{HOST, METHOD, PATH, PORT, SCHEME, SPAN, STATUS};
     pub const FULL: &str = "url.full";
-    pub const STATUS: &str = "http.response.status_code";
 }
 
 fn is_http_request(span: &Span) -> bool {

@@ -48,5 +48,6 @@ pub use error::HostError;
 pub use llm_allowance::{LlmAllowance, LlmRefusal, Refused};
 pub use loaded::Loaded;
 pub use policy::{DirAccess, DirGrant, EnvGrant, LlmBudget, PolicyError, SandboxOptions, SandboxPolicy};
+pub use sandbox::http_span_keys;
 pub use spans::{SpanExport, SpanRecorder};
 pub use state::MAX_ATTRIBUTE_BYTES;

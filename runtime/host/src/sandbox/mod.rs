@@ -13,6 +13,7 @@
 //! (WASI's streams and wasi:http's bodies must share it).
 
 mod http;
+pub use http::keys as http_span_keys;
 mod limits;
 mod wasi;
 

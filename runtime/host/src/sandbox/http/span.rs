@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-/// The span's name and attribute keys (OpenTelemetry's HTTP client conventions where they have one).
-pub(crate) mod keys {
+/// The span's name and attribute keys (OpenTelemetry's HTTP client conventions where they have one);
+/// public as `agl_wasm::http_span_keys`, for readers of these spans.
+pub mod keys {
     pub const SPAN: &str = "agl.http.request";
     pub const METHOD: &str = "http.request.method";
     pub const SCHEME: &str = "url.scheme";
