@@ -6,12 +6,15 @@
 //! to a mock OpenAI server in this process (the math example's scripted rules behind
 //! `agl_llm::serve_with_faults`, every answer 1 s late). The ideal rate is N / 1 s.
 //!
-//! Per configuration: the binary's own `rollouts_per_second` (finished rollouts / time from the
-//! first enqueue to the end; loading excluded) and the peak memory of its whole process tree,
-//! median of the repetitions: RSS (the sum of VmRSS over the process and its descendants, sampled
-//! every 20 ms), which counts a page of a component's heap image once per instance mapping it,
-//! and PSS (the sum of `smaps_rollup`'s Pss, every 0.5 s), which divides each shared page among
-//! its mappings: what the machine pays.
+//! Per configuration and repetition, two runs: R rounds (R × N tasks) and 3R. From each, the
+//! binary's own `rollouts_per_second` (finished rollouts / time from the first enqueue to the
+//! end; loading excluded) and the peak memory of its whole process tree: RSS (the sum of VmRSS
+//! over the process and its descendants, sampled every 20 ms), which counts a page of a
+//! component's heap image once per instance mapping it, and PSS (the sum of `smaps_rollup`'s
+//! Pss, every 0.5 s), which divides each shared page among its mappings: what the machine pays.
+//! The steady rate is the rate of the 2R rounds the long run adds: (3R − R) × N rollouts over the
+//! difference of the two runs' times, which leaves out what only the first rollouts pay (each of
+//! the N pooled instance slots is cold once). Medians of the repetitions.
 //!
 //! The anchor, in the same run when its venv exists (`target/py/agl-0.3`, made by `cargo test -p
 //! agl-host --test python_client`): Agent-lightning 0.3.0's `Trainer(n_runners=N)` with a Python
@@ -20,8 +23,7 @@
 //!
 //! Run: `cargo bench -p agl-host --bench in_flight` (`-- --quick`: a smoke run, 64 Rust agents
 //! in flight, no anchor; `-- --only rust|python|js` and `-- --in-flight N` for one configuration;
-//! `-- --rounds R` rollouts per runner, 6 by default; `-- --repeat N` runs per figure, 3 by
-//! default; `-- --no-anchor`).
+//! `-- --rounds R`, 4 by default; `-- --repeat N` repetitions, 3 by default; `-- --no-anchor`).
 
 mod common;
 
@@ -36,6 +38,30 @@ use std::time::Duration;
 const LLM_LATENCY: Duration = Duration::from_secs(1);
 /// How often the process tree's memory is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(20);
+/// The long run of a repetition has this many times the short run's rounds.
+const LONG_RUN: u32 = 3;
+
+/// One repetition of a configuration: (rollouts/s, peak memory) of the short run and, but in a
+/// quick run, of the long one.
+struct Repetition {
+    short: (f64, Peak),
+    long: Option<(f64, Peak)>,
+}
+
+impl Repetition {
+    /// The rate of the rollouts the long run adds to the short one (the short run's rate when
+    /// there is no long run). Both runs' rollouts are rounds × N, so the rates' ratio says it.
+    fn steady_rate(&self) -> f64 {
+        let (short, _) = self.short;
+        match self.long {
+            None => short,
+            Some((long, _)) => {
+                let extra = f64::from(LONG_RUN - 1);
+                extra / (f64::from(LONG_RUN) / long - 1.0 / short)
+            }
+        }
+    }
+}
 
 /// One configuration of the benchmark.
 struct Setup {
@@ -282,7 +308,7 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let only = flag_value("--only");
     let in_flight: Option<u32> = flag_value("--in-flight").map(|v| v.parse().expect("--in-flight N"));
-    let rounds: u32 = flag_value("--rounds").map_or(if quick { 3 } else { 6 }, |v| v.parse().expect("--rounds R"));
+    let rounds: u32 = flag_value("--rounds").map_or(if quick { 3 } else { 4 }, |v| v.parse().expect("--rounds R"));
     let repetitions: usize =
         flag_value("--repeat").map_or(if quick { 1 } else { 3 }, |v| v.parse().expect("--repeat N"));
     let root = agl_guest_build::repo_root();
@@ -294,9 +320,11 @@ fn main() {
         LLM_LATENCY.as_secs_f64()
     );
     println!(
-        "| system | in flight | rollouts/s | % of ideal | peak RSS (GB) | peak PSS (GB) | runs (rollouts/s, RSS, PSS) | goal |"
+        "| system | in flight | steady rollouts/s | % of ideal | whole run ({}R) rollouts/s | peak RSS, PSS (GB), {rounds} rounds | peak RSS, PSS (GB), {} rounds | runs (steady rollouts/s) | goal |",
+        LONG_RUN,
+        LONG_RUN * rounds
     );
-    println!("|---|---:|---:|---:|---:|---:|---|---|");
+    println!("|---|---:|---:|---:|---:|---|---|---|---|");
     let quick_setup = Setup {
         language: "rust",
         folder: "examples/math-agent",
@@ -324,16 +352,25 @@ fn main() {
                 }
             })
             .clone();
-        let runs: Vec<(f64, Peak)> = (0..repetitions)
-            .map(|_| measure(&agent, setup, rounds, llm, &dir))
+        let runs: Vec<Repetition> = (0..repetitions)
+            .map(|_| {
+                let short = measure(&agent, setup, rounds, llm, &dir);
+                let long = (!quick).then(|| measure(&agent, setup, LONG_RUN * rounds, llm, &dir));
+                Repetition { short, long }
+            })
             .collect();
-        let rate = median(runs.iter().map(|r| r.0).collect());
-        let rss = median(runs.iter().map(|r| r.1.rss).collect());
-        let pss = median(runs.iter().map(|r| r.1.pss).collect());
-        let shown: Vec<String> = runs
-            .iter()
-            .map(|(r, p)| format!("{r:.0}, {:.2}, {:.2}", gb(p.rss), gb(p.pss)))
-            .collect();
+        let steady = median(runs.iter().map(Repetition::steady_rate).collect());
+        let whole = median(runs.iter().map(|r| r.long.map_or(r.short.0, |l| l.0)).collect());
+        let peak = |of: fn(&Repetition) -> Option<Peak>| {
+            let peaks: Vec<Peak> = runs.iter().filter_map(of).collect();
+            if peaks.is_empty() {
+                return "–".to_owned();
+            }
+            let rss = median(peaks.iter().map(|p| p.rss).collect());
+            let pss = median(peaks.iter().map(|p| p.pss).collect());
+            format!("{:.2}, {:.2}", gb(rss), gb(pss))
+        };
+        let shown: Vec<String> = runs.iter().map(|r| format!("{:.0}", r.steady_rate())).collect();
         let (goal_rate, goal_memory) = setup.goal;
         let goal = if goal_rate > 0.0 {
             format!("≥ {goal_rate:.0}/s, ≤ {goal_memory} GB")
@@ -341,20 +378,20 @@ fn main() {
             "a smoke run".to_owned()
         };
         println!(
-            "| agl-host, {} agent | {} | {rate:.0} | {:.0} % | {:.2} | {:.2} | {} | {goal} |",
+            "| agl-host, {} agent | {} | {steady:.0} | {:.0} % | {whole:.0} | {} | {} | {} | {goal} |",
             setup.language,
             setup.in_flight,
-            100.0 * rate / f64::from(setup.in_flight),
-            gb(rss),
-            gb(pss),
-            shown.join("; "),
+            100.0 * steady / f64::from(setup.in_flight),
+            peak(|r| Some(r.short.1)),
+            peak(|r| r.long.map(|l| l.1)),
+            shown.join(", "),
         );
     }
     if !quick && only.is_none() && !std::env::args().any(|a| a == "--no-anchor") {
         for runners in [10, 50] {
             if let Some((rate, peak)) = anchor(runners, 3, llm) {
                 println!(
-                    "| Agent-lightning 0.3.0, `Trainer(n_runners={runners})`, Python agent with the openai client | {runners} | {rate:.1} | {:.0} % | {:.2} | {:.2} | | the anchor |",
+                    "| Agent-lightning 0.3.0, `Trainer(n_runners={runners})`, Python agent with the openai client | {runners} | | | {rate:.1} ({:.0} %) | {:.2}, {:.2} (3 rounds) | | | the anchor |",
                     100.0 * rate / f64::from(runners),
                     gb(peak.rss),
                     gb(peak.pss)
