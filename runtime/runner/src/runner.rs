@@ -176,7 +176,8 @@ impl Runner {
     /// Runs rollouts from the queue until `shutdown` stops it. A graceful stop lets the running
     /// attempt finish; a forced one abandons it (failed, "stopped before it finished").
     pub async fn run(&self, shutdown: &Shutdown) {
-        let _heartbeat = AbortOnDrop(self.spawn_heartbeat());
+        // Aborted when dropped: the heartbeat of a runner whose `run` ended or was dropped.
+        let _heartbeat = tokio_util::task::AbortOnDropHandle::new(self.spawn_heartbeat());
         let mut idle = self.options.min_poll_interval;
         while !shutdown.is_stopping() {
             match self.store.dequeue_rollout(Some(&self.worker_id)).await {
@@ -419,15 +420,6 @@ impl Runner {
                 }
             }
         })
-    }
-}
-
-/// Aborts a task when dropped (the heartbeat of a runner whose `run` ended or was dropped).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

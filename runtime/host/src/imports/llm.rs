@@ -15,6 +15,7 @@ use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, Role, To
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanKind, Status};
 use std::sync::Arc;
+use tokio_util::task::AbortOnDropHandle;
 
 /// The LLM access of one attempt (or one algorithm run): the backend, and the allowance its
 /// requests are admitted and charged through (shared with the LLM proxy's capability for the
@@ -57,10 +58,10 @@ impl LlmGate {
     /// a refusal of those checks comes with what was refused and what would grant it.
     pub(crate) async fn call(
         &mut self,
-        request: &ChatRequest,
+        request: ChatRequest,
     ) -> Result<ChatResponse, (wit::LlmError, Option<Refused>)> {
         self.allowance
-            .admit_explained(request, self.backend.default_model())
+            .admit_explained(&request, self.backend.default_model())
             .map_err(|(refusal, refused)| {
                 let error = match refusal {
                     LlmRefusal::ModelNotAllowed(model) => wit::LlmError::ModelNotAllowed(model),
@@ -70,12 +71,12 @@ impl LlmGate {
                 (error, refused)
             })?;
         let backend = Arc::clone(&self.backend);
-        let request = request.clone();
         let timeout = self.allowance.timeout();
         // The call is a task of its own: the HTTP client's deep polling then runs on a runtime
         // worker's stack, not on this instance's fiber stack, whose pages stay resident for as
         // long as the agent waits (thousands of agents waiting on their LLM at once).
-        let call = CallTask(tokio::spawn(async move {
+        // Aborted when dropped: an abandoned host call (the attempt's deadline) cancels the request.
+        let call = AbortOnDropHandle::new(tokio::spawn(async move {
             tokio::time::timeout(timeout, backend.chat(&request)).await
         }));
         match call.await {
@@ -87,24 +88,6 @@ impl LlmGate {
                 Ok(response)
             }
         }
-    }
-}
-
-/// An LLM call running as a task, cancelled when its caller stops waiting (the attempt's
-/// deadline abandons the host call, or the instance is dropped).
-struct CallTask<T>(tokio::task::JoinHandle<T>);
-
-impl<T> std::future::Future for CallTask<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-impl<T> Drop for CallTask<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
@@ -218,7 +201,7 @@ pub(crate) async fn traced_chat(
     };
     let mut span: Option<LiveSpan> = trace.map(|trace| trace.start(names::LLM, SpanKind::Client, attributes));
     let outcome = match converted {
-        Ok(request) => gate.call(&request).await,
+        Ok(request) => gate.call(request).await,
         Err(error) => Err((error, None)),
     };
     let spent = [
