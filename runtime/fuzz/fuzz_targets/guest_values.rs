@@ -1,5 +1,5 @@
 //! What an algorithm guest hands the host across the WIT boundary, parsed the way the host's
-//! `agl:agent/store` import does it (`runtime/host/src/algorithm/store_import.rs`) with the
+//! `agl:agent/store` import does it (`runtime/wasm/src/algorithm/store_import.rs`) with the
 //! `agl-store` types, then run through the in-memory store. The first byte picks the call, the
 //! rest is split at NUL bytes into its string arguments:
 //! - `enqueue`: `input-json`, `config-json` and `metadata-json` of a new rollout (`RolloutConfig`

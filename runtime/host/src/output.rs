@@ -1,146 +1,141 @@
-//! Captured stdout/stderr: a guest may write as much as it likes, the host keeps the first
-//! `cap` bytes and counts the rest. Writes never fail, so a chatty guest is truncated, not killed.
+//! Writing to stdout and stderr without panicking when they are closed (`agl-host dev | head -1`).
+//! Stdout carries the command's result (the summary): when it is closed the reader has gone, so
+//! the process ends quietly with [`EXIT_STDOUT_CLOSED`] (141, what a shell reports for a tool
+//! killed by SIGPIPE). Stderr carries diagnostics: a write that fails there is dropped and the
+//! command goes on, its outcome still in its exit code and results file.
+//!
+//! Agents (and algorithms) choose much of what is printed: failure reasons, logs, names. Every
+//! write here goes through [`terminal_safe`], the one sanitizer: no control character reaches
+//! the terminal raw (an escape sequence could retitle the window, clear the screen or move the
+//! cursor), and text meant for one line ([`one_line`], [`reason_line`]) cannot start another
+//! (a fake summary line).
 
-use bytes::Bytes;
-use parking_lot::Mutex;
-use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use tokio::io::AsyncWrite;
-use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
-use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::Write;
 
-/// Largest write the guest is offered at once.
-const WRITE_PERMIT: usize = 64 << 10;
+/// Exit code when stdout was closed before the summary was written.
+pub const EXIT_STDOUT_CLOSED: u8 = 141;
 
-#[derive(Debug, Default)]
-struct Captured {
-    kept: Vec<u8>,
-    dropped: u64,
+/// Writes `text` to stdout; when stdout is closed, ends the process with [`EXIT_STDOUT_CLOSED`].
+pub fn print(text: &str) {
+    let text = terminal_safe(text, Lines::Many);
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(i32::from(EXIT_STDOUT_CLOSED));
+        }
+        // Another failure (a full disk behind a redirection): say so where we still can.
+        stderr_line(&format!("agl-host: cannot write to stdout: {error}"));
+    }
 }
 
-/// What an attempt printed: the kept prefix and how many bytes were dropped after it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CapturedOutput {
-    pub text: String,
-    pub dropped_bytes: u64,
+/// Writes `line` and a newline to stderr; a failed write is dropped.
+pub fn stderr_line(line: &str) {
+    let line = terminal_safe(line, Lines::Many);
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(line.as_bytes()).and_then(|()| stderr.write_all(b"\n"));
 }
 
-/// A bounded, never-failing output pipe; clones share the same buffer.
-#[derive(Debug, Clone)]
-pub struct CappedPipe {
-    captured: Arc<Mutex<Captured>>,
-    cap: usize,
+/// Whether text may span lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// One line: a line break is shown as `⏎`, a tab as a space.
+    One,
+    /// Line breaks and tabs are kept (a summary, a JSON document).
+    Many,
 }
 
-impl CappedPipe {
-    pub fn new(cap: usize) -> Self {
-        Self {
-            captured: Arc::new(Mutex::new(Captured::default())),
-            cap,
+/// `text` safe to write to a terminal: every control character (C0 but, with [`Lines::Many`],
+/// newline and tab; DEL; C1, such as the one-byte CSI U+009B) and bidirectional override is
+/// shown as the JSON escape of it (ESC as `\u001b`), which also keeps a JSON document valid and
+/// unchanged in meaning; a CR before a newline goes with it.
+pub fn terminal_safe(text: &str, lines: Lines) -> Cow<'_, str> {
+    let unsafe_char = |c: char| is_hidden(c) && !(lines == Lines::Many && (c == '\n' || c == '\t'));
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' if lines == Lines::One => out.push('⏎'),
+            '\t' if lines == Lines::One => out.push(' '),
+            '\n' | '\t' => out.push(c),
+            c if is_hidden(c) => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
         }
     }
-
-    fn accept(&self, bytes: &[u8]) {
-        let mut captured = self.captured.lock();
-        let room = self.cap.saturating_sub(captured.kept.len());
-        let kept = room.min(bytes.len());
-        captured.kept.extend_from_slice(&bytes[..kept]);
-        captured.dropped += (bytes.len() - kept) as u64;
-    }
-
-    /// A copy of what was written so far, leaving it in place.
-    pub fn peek(&self) -> CapturedOutput {
-        let captured = self.captured.lock();
-        CapturedOutput {
-            text: String::from_utf8_lossy(&captured.kept).into_owned(),
-            dropped_bytes: captured.dropped,
-        }
-    }
-
-    /// Takes what was written so far (lossy UTF-8), leaving the pipe empty.
-    pub fn take(&self) -> CapturedOutput {
-        let mut captured = self.captured.lock();
-        let kept = std::mem::take(&mut captured.kept);
-        let dropped_bytes = std::mem::take(&mut captured.dropped);
-        CapturedOutput {
-            text: String::from_utf8_lossy(&kept).into_owned(),
-            dropped_bytes,
-        }
-    }
+    Cow::Owned(out)
 }
 
-impl IsTerminal for CappedPipe {
-    fn is_terminal(&self) -> bool {
-        false
-    }
+/// Characters a terminal acts on, or that reorder what it shows, rather than print.
+fn is_hidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-impl StdoutStream for CappedPipe {
-    fn p2_stream(&self) -> Box<dyn OutputStream> {
-        Box::new(self.clone())
-    }
-
-    fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
-        Box::new(self.clone())
-    }
+/// `text` on one line (trailing blanks dropped), safe to print: see [`terminal_safe`].
+pub fn one_line(text: &str) -> String {
+    terminal_safe(text.trim_end(), Lines::One).into_owned()
 }
 
-#[async_trait::async_trait]
-impl Pollable for CappedPipe {
-    async fn ready(&mut self) {}
-}
+/// Longest reason shown in a summary or a runner's line (the results file keeps it whole).
+pub const SHOWN_REASON_CHARS: usize = 200;
 
-#[async_trait::async_trait]
-impl OutputStream for CappedPipe {
-    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
-        self.accept(&bytes);
-        Ok(())
+/// Why something failed, as a summary line shows it: its runs of blanks and line breaks as one
+/// space, safe to print, cut to [`SHOWN_REASON_CHARS`] (then ending in `…`).
+pub fn reason_line(reason: &str) -> String {
+    let flat = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = terminal_safe(&flat, Lines::One);
+    if flat.chars().count() <= SHOWN_REASON_CHARS {
+        return flat.into_owned();
     }
-
-    fn flush(&mut self) -> StreamResult<()> {
-        Ok(())
-    }
-
-    fn check_write(&mut self) -> StreamResult<usize> {
-        Ok(WRITE_PERMIT)
-    }
-}
-
-impl AsyncWrite for CappedPipe {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.accept(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
+    let mut cut: String = flat.chars().take(SHOWN_REASON_CHARS).collect();
+    cut.push('…');
+    cut
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const HOSTILE: &str = "boom\u{1b}]0;pwned\u{7}\u{1b}[2J\rback\u{9b}31m\u{8}\ncompleted in 0.01 s\u{202e}";
+
     #[test]
-    fn keeps_the_prefix_and_counts_the_rest() {
-        let mut pipe = CappedPipe::new(8);
-        pipe.write(Bytes::from_static(b"hello ")).unwrap();
-        pipe.write(Bytes::from_static(b"world, again")).unwrap();
-        assert_eq!(pipe.check_write().unwrap(), WRITE_PERMIT, "never refuses a write");
-        let out = pipe.take();
+    fn no_control_character_gets_through_and_one_line_stays_one() {
+        let one = one_line(HOSTILE);
         assert_eq!(
-            out,
-            CapturedOutput {
-                text: "hello wo".into(),
-                dropped_bytes: 10
-            }
+            one,
+            "boom\\u001b]0;pwned\\u0007\\u001b[2J\\u000dback\\u009b31m\\u0008⏎completed in 0.01 s\\u202e"
         );
-        assert_eq!(pipe.take(), CapturedOutput::default());
+        let many = terminal_safe(HOSTILE, Lines::Many);
+        assert!(many.contains("\\u0008\ncompleted"), "{many}");
+        for shown in [one.as_str(), &many, &reason_line(HOSTILE)] {
+            assert!(!shown.chars().any(|c| is_hidden(c) && c != '\n'), "{shown:?}");
+        }
+        assert!(!reason_line(HOSTILE).contains('\n'));
+        assert_eq!(terminal_safe("line\r\nnext\ttab", Lines::Many), "line\nnext\ttab");
+        assert!(matches!(terminal_safe("plain · text\n", Lines::Many), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_stays_json_with_the_same_meaning() {
+        let value = serde_json::json!({"reason": "a\u{9b}b\u{7f}c\u{1b}\n"});
+        let text = serde_json::to_string(&value).expect("JSON");
+        let safe = terminal_safe(&text, Lines::Many);
+        assert!(!safe.contains('\u{9b}') && !safe.contains('\u{7f}'), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).expect("still JSON");
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn a_long_reason_is_shown_on_one_line_and_cut() {
+        assert_eq!(reason_line("line one\n  line two"), "line one line two");
+        let shown = reason_line(&"x".repeat(500));
+        assert_eq!(shown.chars().count(), SHOWN_REASON_CHARS + 1);
+        assert!(shown.ends_with('…'));
     }
 }

@@ -4,7 +4,7 @@
 //! Rollout ids are ordered by when they were made (the clock's milliseconds, then a per-process
 //! offset), not random: the kept stores index attempts and spans by rollout id, and with random
 //! ids every new attempt or span landed in a B-tree page of its own, so a commit wrote a whole
-//! page per row (`runtime/cli/benches/README.md`). Ids made together now share pages. The wire
+//! page per row (`runtime/host/benches/README.md`). Ids made together now share pages. The wire
 //! format is the same: 12 lowercase hex digits, opaque to clients.
 
 use std::sync::OnceLock;

@@ -1,4 +1,4 @@
-// The span tree as `agl-host show` builds it (runtime/cli/src/span_tree.rs's tests, mirrored).
+// The span tree as `agl-host show` builds it (runtime/host/src/span_tree.rs's tests, mirrored).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { flatten, timeline, summary, kind, rewardsOf, failureOf, logsOf } from "../span-tree.js";

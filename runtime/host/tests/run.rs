@@ -1157,12 +1157,12 @@ fn a_client_server_run_shuts_down_without_a_warning() {
     assert!(stdout.contains("train         12         12"), "{stdout}");
 }
 
-// The installed binary stands alone: `cargo install --path runtime/cli` (into a temporary root; as
+// The installed binary stands alone: `cargo install --path runtime/host` (into a temporary root; as
 // a debug build in this build's own target directory, so that it reuses what the tests compiled),
 // then `agl-host run --algo apo` and `agl-host dev` on a `.wasm` agent from an empty directory,
 // with no Rust toolchain on PATH, a fresh HOME and nothing else in the environment.
 
-/// `cargo install --path runtime/cli --root ROOT`, reusing `<target>` (the one holding
+/// `cargo install --path runtime/host --root ROOT`, reusing `<target>` (the one holding
 /// CARGO_TARGET_TMPDIR); returns the installed binary.
 fn install(root: &Path) -> PathBuf {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -1171,7 +1171,7 @@ fn install(root: &Path) -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .args(["install", "--locked", "--offline", "--debug", "--path"])
-        .arg(repo().join("runtime/cli"))
+        .arg(repo().join("runtime/host"))
         .arg("--root")
         .arg(root)
         .arg("--target-dir")

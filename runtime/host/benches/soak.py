@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Soak: do `agl-host store` (SQLite) and `agl-host runner` hold steady over a long run? Not a
-test and not in CI (no thresholds): it prints figures, recorded in runtime/cli/benches/README.md.
+test and not in CI (no thresholds): it prints figures, recorded in runtime/host/benches/README.md.
 
-  python3 runtime/cli/benches/soak.py [--minutes 60] [--agl-host target/release/agl-host]
+  python3 runtime/host/benches/soak.py [--minutes 60] [--agl-host target/release/agl-host]
 
 A store on a fresh SQLite file (`agl-host store --db sqlite:...`, in a scratch folder under
 target/tmp) and one runner process with 2 runners (`agl-host runner --runners 2`) running the

@@ -2,9 +2,9 @@
 """What a hostile agent can make the host hold: peak and steady resident memory (RSS) of
 `agl-host` while the probe guest floods its trace.
 
-Not a test (no thresholds): it prints figures, recorded in runtime/cli/benches/README.md.
+Not a test (no thresholds): it prints figures, recorded in runtime/host/benches/README.md.
 
-  python3 runtime/cli/benches/hostile_rss.py [--agl-host target/debug/agl-host] [--rollouts 100]
+  python3 runtime/host/benches/hostile_rss.py [--agl-host target/debug/agl-host] [--rollouts 100]
 
 1. `agl-host run` (shared memory, the store in the same process): peak RSS of a run whose one
    rollout writes LINES log lines of 64 KiB (default 100,000: 6.4 GB offered) and returns 1.0,

@@ -100,7 +100,7 @@ fn anchor(strategy: &str, repetitions: usize) -> Option<f64> {
     let root = agl_guest_build::repo_root();
     let python = common::anchor_python()?;
     let output = Command::new(&python)
-        .arg(root.join("runtime/cli/benches/agl_python_runner.py"))
+        .arg(root.join("runtime/host/benches/agl_python_runner.py"))
         .args(["--repeat", &repetitions.to_string(), "--strategy", strategy])
         // AgentOps writes agentops.log into the current directory.
         .current_dir(std::env::temp_dir())

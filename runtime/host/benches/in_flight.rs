@@ -266,7 +266,7 @@ fn anchor(runners: u32, rounds: u32, llm: SocketAddr) -> Option<(f64, Peak)> {
     let python = common::anchor_python()?;
     let out = std::env::temp_dir().join(format!("agl-in-flight-anchor-{}.txt", std::process::id()));
     let mut child = Command::new(&python)
-        .arg(root.join("runtime/cli/benches/agl_python_runner.py"))
+        .arg(root.join("runtime/host/benches/agl_python_runner.py"))
         .args(["--strategy", "cs", "--repeat", "1", "--tracer", "otel"])
         .args(["--runners", &runners.to_string()])
         .args(["--rollouts", &(runners * rounds).to_string()])

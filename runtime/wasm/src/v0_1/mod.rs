@@ -4,7 +4,7 @@
 //! Every 0.1.0 import is the 0.2.0 one behind a type conversion ([`imports`]); the exports
 //! (`rollout`, `run`) have the same types in both versions, so the 0.2.0 bindings call them.
 //!
-//! The 0.1.0 WIT is frozen in `runtime/host/wit/v0.1.0/`; what changed in 0.2.0: `llm.message`
+//! The 0.1.0 WIT is frozen in `runtime/wasm/wit/v0.1.0/`; what changed in 0.2.0: `llm.message`
 //! gained `tool-calls` (a 0.1.0 guest never sends any, and sees none in the adapter's messages).
 
 mod convert;

@@ -57,7 +57,7 @@ Run, from anywhere (any python3: the script re-runs itself with the venv's pytho
 made by `python3 tests/python/prepare_venv.py target/py/agl-0.3` or by
 `cargo test -p agl-host --test python_client`):
 
-    python3 runtime/cli/benches/agl_python_runner.py [--rollouts 500] [--runners 1] [--repeat 3]
+    python3 runtime/host/benches/agl_python_runner.py [--rollouts 500] [--runners 1] [--repeat 3]
         [--strategy shm|cs] [--tracer agentops|otel] [--llm URL] [--result-file PATH]
 
 e.g. `--strategy cs --runners 10 --rollouts 30 --repeat 1 --tracer otel
