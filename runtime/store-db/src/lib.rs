@@ -6,11 +6,14 @@
 //! - [`SqliteLightningStore`]: one SQLite file (WAL), the embedded default for kept runs;
 //! - [`PostgresLightningStore`]: a PostgreSQL database, which several processes may share.
 //!
-//! Every backend runs the same transitions (`agl_store::transitions`) over its own
-//! `agl_store::Storage`, and passes the same conformance suite (`runtime/store/tests/conformance`).
+//! Both are the generic `agl_store::BackedStore` over a backend of this crate: each supplies
+//! transactions over its `agl_store::Storage` (the shared transitions run over it) and the
+//! `agl_store::Rows` the shared reads load — written once for both as SQL (`sql/`) — and passes
+//! the same conformance suite (`runtime/store/tests/conformance`).
 
 pub mod error;
 pub mod postgres;
+mod sql;
 pub mod sqlite;
 pub mod url;
 
@@ -22,12 +25,7 @@ pub use url::DbUrl;
 use agl_store::{InMemoryLightningStore, StoreBackend, StoreOptions};
 use std::sync::Arc;
 
-/// Whether a store may write to its database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
-    ReadWrite,
-    ReadOnly,
-}
+pub(crate) use agl_store::storage_backend::Access;
 
 /// Opens the store `url` names (a database is created, or migrated, as needed).
 pub fn open(url: &DbUrl, options: StoreOptions) -> Result<Arc<dyn StoreBackend>, DbError> {

@@ -6,6 +6,12 @@
 //! name. Each figure is the median of 15 rounds of 20,000 operations on one thread.
 //!
 //! Run: `cargo bench -p agl-store --bench span_json` (`-- --quick` for a smoke run).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
 use agl_store::Span;
 use std::hint::black_box;

@@ -4,6 +4,12 @@
 //!
 //! Run: `cargo bench -p agl-store --bench store_throughput` (`-- --quick` for a smoke run).
 //! Prints a Markdown table; the figures in README.md ("Performance") come from it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
 use agl_store::*;
 use serde_json::json;

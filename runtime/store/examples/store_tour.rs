@@ -4,6 +4,12 @@
 //! them, then reads the rewards back from the spans.
 //!
 //! Run: `cargo run --release -p agl-store --example store_tour`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "an example: a failed step panics with its reason"
+)]
 
 use agl_store::*;
 use serde_json::json;

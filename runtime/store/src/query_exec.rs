@@ -1,6 +1,7 @@
-//! Executes queries over records held in memory: each query's filters (shared by every backend),
-//! filter combination (and/or), validation of limit/offset/sort field, stable sorting with the
-//! 0.3.0 null rules, and pagination.
+//! What the queries mean, for every backend: each query's filters, filter combination (and/or),
+//! validation of limit/offset/sort field, stable sorting with the 0.3.0 null rules, and
+//! pagination, over records held in memory ([`crate::reads`] applies them; a database backend
+//! writes the rollout filters as SQL to the same effect).
 
 use crate::error::{StoreError, StoreResult};
 use crate::model::*;

@@ -1,5 +1,11 @@
 //! The store's conformance suite (`tests/conformance/`: the status machine, behaviour, property
 //! tests) on the in-memory backend. Other backends run the same files (see `agl-store-db`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod common;
 

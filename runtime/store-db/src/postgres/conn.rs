@@ -1,7 +1,7 @@
 //! One connection of a PostgreSQL store: opening it, the statements prepared on it, sending
 //! statements pipelined (written together, answered in order: one round trip for several), and
 //! what its errors mean (one line of text; whether the connection is gone; whether the
-//! transaction should run again). What runs on it is `tx.rs`'s and `queries.rs`'s; when,
+//! transaction should run again). What runs on it is `tx.rs`'s (and `sql/`'s reads); when,
 //! `pool.rs`'s.
 //!
 //! A pool connection is tokio-postgres's asynchronous client, driven by a current-thread runtime
@@ -52,7 +52,7 @@ pub(crate) struct Conn {
     /// Drives the client and its connection, only while this thread waits for answers.
     runtime: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
-    statements: HashMap<&'static str, Statement>,
+    statements: HashMap<String, Statement>,
 }
 
 impl Conn {
@@ -84,12 +84,12 @@ impl Conn {
     }
 
     /// The statement prepared for `sql` on this connection (prepared now if it is new).
-    pub fn statement(&mut self, sql: &'static str) -> Result<Statement, ::postgres::Error> {
+    pub fn statement(&mut self, sql: &str) -> Result<Statement, ::postgres::Error> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
         let statement = self.runtime.block_on(self.client.prepare(sql))?;
-        self.statements.insert(sql, statement.clone());
+        self.statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
     }
 

@@ -1,18 +1,18 @@
 //! Wakes this process's `wait_for_rollouts` when any replica finishes a rollout: a thread with a
-//! connection of its own `LISTEN`s on [`CHANNEL`] and bumps the store's `finished` counter for
-//! each notification (this process's own commits bump it directly too). The connection is opened
-//! again when it breaks, with a bump, since notifications sent meanwhile are lost. Waiters re-read
-//! the database on every bump and on a slow timer, so a lost notification only delays them. This
+//! connection of its own `LISTEN`s on [`CHANNEL`] and wakes every wait of the store's
+//! [`Notifier`] for each notification (this process's own commits wake them directly too). The connection is opened
+//! again when it breaks, waking the waits, since notifications sent meanwhile are lost. Waits re-read
+//! the database each time and on a slow timer, so a lost notification only delays them. This
 //! module does not know what a wait is waiting for.
 
 use super::conn::{connect, describe};
 use super::pool::CHANNEL;
 use ::postgres::fallible_iterator::FallibleIterator as _;
 use ::postgres::{Client, Config};
+use agl_store::notifier::Notifier;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::sync::watch;
 
 /// How often the thread looks whether the store is gone.
 const POLL: Duration = Duration::from_millis(250);
@@ -25,7 +25,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(crate) fn spawn(
     config: Arc<Config>,
     place: String,
-    finished: watch::Sender<u64>,
+    finished: Arc<Notifier>,
     stop: Arc<AtomicBool>,
     wait: Duration,
 ) -> std::io::Result<()> {
@@ -38,17 +38,11 @@ pub(crate) fn spawn(
     Ok(())
 }
 
-fn bump(finished: &watch::Sender<u64>) {
-    finished.send_modify(|generation| *generation = generation.wrapping_add(1));
+fn bump(finished: &Notifier) {
+    finished.wake_all();
 }
 
-fn listen(
-    config: &Config,
-    place: &str,
-    finished: &watch::Sender<u64>,
-    stop: &AtomicBool,
-    tried: std::sync::mpsc::Sender<()>,
-) {
+fn listen(config: &Config, place: &str, finished: &Notifier, stop: &AtomicBool, tried: std::sync::mpsc::Sender<()>) {
     let mut tried = Some(tried);
     let mut client: Option<Client> = None;
     let mut backoff = Duration::from_millis(100);

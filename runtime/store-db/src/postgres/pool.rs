@@ -11,7 +11,7 @@ use super::conn::{Conn, connect, describe};
 use super::tx::PgTx;
 use crate::error::DbError;
 use ::postgres::Client;
-use agl_store::{Clock, StoreError, StoreResult};
+use agl_store::{StoreError, StoreResult};
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
@@ -68,21 +68,19 @@ impl Session {
         Ok(self.conn.insert(conn))
     }
 
-    /// Runs `op` in a transaction, at the clock's now, and commits it: the value, and whether a
-    /// rollout finished. `op` runs again from the start (a fresh transaction, the time read
-    /// again) after a serialization failure or a deadlock, a few times, and once more without
+    /// Runs `op` in a transaction and commits it: the value, and whether a rollout finished.
+    /// `op` runs again from the start (a fresh transaction) after a serialization failure or a deadlock, a few times, and once more without
     /// assuming answers if an assumed one was wrong (see `tx.rs`).
     pub fn transact<T>(
         &mut self,
         isolation: Isolation,
-        clock: &dyn Clock,
-        mut op: impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
+        mut op: impl FnMut(&mut PgTx<'_>) -> StoreResult<T>,
     ) -> StoreResult<(T, bool)> {
         let mut tries = 0;
         let mut speculative = true;
         loop {
             tries += 1;
-            let outcome = run_once(self.conn()?, isolation, speculative, clock.now(), &mut op);
+            let outcome = run_once(self.conn()?, isolation, speculative, &mut op);
             match outcome {
                 Ok(done) => return Ok(done),
                 Err(failed) => {
@@ -124,13 +122,12 @@ fn run_once<T>(
     conn: &mut Conn,
     isolation: Isolation,
     speculative: bool,
-    now: f64,
-    op: &mut impl FnMut(&mut PgTx<'_>, f64) -> StoreResult<T>,
+    op: &mut impl FnMut(&mut PgTx<'_>) -> StoreResult<T>,
 ) -> Result<(T, bool), Failed> {
     // Until COMMIT is sent, a connection that broke committed nothing: the call may run again
     // on a new one. A COMMIT whose answer was lost may have committed: that is the caller's error.
     let mut tx = PgTx::begin(conn, isolation.begin(), speculative);
-    let result = op(&mut tx, now);
+    let result = op(&mut tx);
     let finished = tx.finished;
     let result = result.and_then(|value| {
         // The notification is delivered at the commit, and only if it commits.

@@ -17,13 +17,12 @@
 //! again without assuming. An enqueue is then two round trips, a dequeue or an add_span three.
 
 use super::conn::{Answer, Conn, Request, db_error, describe, is_broken, is_retryable, is_unique_violation};
+use crate::sql::{Arg, Dialect, SqlExec, from_json, sql_rows, status_name, to_json, writes};
 use ::postgres::Statement;
 use ::postgres::types::{FromSql, ToSql};
 use ::postgres::{Row, SimpleQueryMessage};
 use agl_store::model::*;
 use agl_store::{AttemptRef, Storage, StorageCounts, StoreError, StoreResult};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -32,26 +31,10 @@ pub(crate) use super::conn::Params;
 /// A parameter a statement keeps until it is sent.
 pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
 
-pub(crate) fn to_json<T: Serialize>(value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode a record: {e}")))
-}
-
-pub(crate) fn from_json<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
-    serde_json::from_str(text).map_err(|e| StoreError::Backend(format!("a stored record does not decode: {e}")))
-}
-
 /// Column `index` of a row.
 pub(crate) fn column<'r, T: FromSql<'r>>(row: &'r Row, index: usize) -> StoreResult<T> {
     row.try_get(index)
         .map_err(|e| StoreError::Backend(format!("PostgreSQL: an unexpected column: {}", describe(&e))))
-}
-
-/// A status as its wire name (`"queuing"`), the form kept in the `status` column.
-pub(crate) fn status_name<T: Serialize>(status: &T) -> StoreResult<String> {
-    match serde_json::to_value(status) {
-        Ok(serde_json::Value::String(name)) => Ok(name),
-        _ => Err(StoreError::Backend("a status has no wire name".into())),
-    }
 }
 
 /// A stored sequence number as the model's `u32`.
@@ -102,7 +85,7 @@ enum Assumed {
 }
 
 /// One call's view of the database, inside its transaction.
-pub(crate) struct PgTx<'c> {
+pub struct PgTx<'c> {
     conn: &'c mut Conn,
     /// Statements not sent yet (the first is `BEGIN`, until something is sent).
     pending: Vec<Pending>,
@@ -124,24 +107,24 @@ pub(crate) struct PgTx<'c> {
     /// The latest resources id, once read (this transaction's own changes kept in it).
     latest_resources: Option<Option<String>>,
     /// A rollout finished in this transaction: waiters are told after the commit.
-    pub finished: bool,
+    pub(crate) finished: bool,
     /// A statement failed with a serialization failure or a deadlock, or an assumption was
     /// wrong: run the call again.
-    pub retryable: bool,
+    pub(crate) retryable: bool,
     /// An assumption was wrong: run the call again without assuming.
-    pub mispredicted: bool,
+    pub(crate) mispredicted: bool,
     /// A statement found the connection gone (see [`is_broken`]).
-    pub broken: bool,
+    pub(crate) broken: bool,
     /// A statement failed (or an assumption was wrong): the transaction must not commit.
     failed: bool,
     /// `COMMIT` was sent (whether it committed is unknown if its answer was lost).
-    pub commit_sent: bool,
+    pub(crate) commit_sent: bool,
 }
 
 impl<'c> PgTx<'c> {
     /// A transaction that `begin` (`BEGIN ...`) will open, sent with its first statement;
     /// `speculative` lets it assume answers (see the module's doc).
-    pub fn begin(conn: &'c mut Conn, begin: &'static str, speculative: bool) -> Self {
+    pub(crate) fn begin(conn: &'c mut Conn, begin: &'static str, speculative: bool) -> Self {
         Self {
             conn,
             pending: vec![Pending {
@@ -188,7 +171,7 @@ impl<'c> PgTx<'c> {
         StoreError::Backend(format!("PostgreSQL: {what}; the call runs again"))
     }
 
-    fn prepared(&mut self, sql: &'static str) -> StoreResult<Statement> {
+    fn prepared(&mut self, sql: &str) -> StoreResult<Statement> {
         self.conn.statement(sql).map_err(|e| self.fail(e))
     }
 
@@ -249,7 +232,7 @@ impl<'c> PgTx<'c> {
     }
 
     /// Sends `sql` now (with whatever is pending); how many rows it changed.
-    pub fn exec(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<u64> {
+    pub(crate) fn exec(&mut self, sql: &str, params: &Params<'_>) -> StoreResult<u64> {
         let statement = self.prepared(sql)?;
         match self.send(Some(Request::Count(&statement, params)))? {
             Some(Answer::Count(count)) => Ok(count),
@@ -260,7 +243,7 @@ impl<'c> PgTx<'c> {
     }
 
     /// Every row of a query (sent now, with whatever is pending).
-    pub fn rows(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<Vec<Row>> {
+    pub(crate) fn rows(&mut self, sql: &str, params: &Params<'_>) -> StoreResult<Vec<Row>> {
         let statement = self.prepared(sql)?;
         match self.send(Some(Request::Rows(&statement, params)))? {
             Some(Answer::Rows(rows)) => Ok(rows),
@@ -271,22 +254,22 @@ impl<'c> PgTx<'c> {
     }
 
     /// The first row of a query, if any.
-    pub fn row(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<Option<Row>> {
+    pub(crate) fn row(&mut self, sql: &str, params: &Params<'_>) -> StoreResult<Option<Row>> {
         Ok(self.rows(sql, params)?.into_iter().next())
     }
 
     /// Column 0 of the first row, if any.
-    pub fn value<T: for<'r> FromSql<'r>>(&mut self, sql: &'static str, params: &Params<'_>) -> StoreResult<Option<T>> {
+    pub(crate) fn value<T: for<'r> FromSql<'r>>(&mut self, sql: &str, params: &Params<'_>) -> StoreResult<Option<T>> {
         self.row(sql, params)?.map(|row| column(&row, 0)).transpose()
     }
 
     /// A statement whose answer is not read: sent with the next one that is, or with `COMMIT`
     /// (its failure fails that one).
-    pub fn write(&mut self, sql: &'static str, params: Vec<Param>) -> StoreResult<()> {
+    pub(crate) fn write(&mut self, sql: &str, params: Vec<Param>) -> StoreResult<()> {
         self.defer(sql, params, Assumed::Nothing)
     }
 
-    fn defer(&mut self, sql: &'static str, params: Vec<Param>, assumed: Assumed) -> StoreResult<()> {
+    fn defer(&mut self, sql: &str, params: Vec<Param>, assumed: Assumed) -> StoreResult<()> {
         self.refuse_if_failed()?;
         let statement = self.prepared(sql)?;
         self.pending.push(Pending {
@@ -300,7 +283,7 @@ impl<'c> PgTx<'c> {
     /// Commits: what is pending, then `COMMIT` (after `NOTIFY` when `notify`), in one round trip,
     /// unless the watchdog's assumed answer is still out: then that comes back first. The transaction is
     /// over, committed or not, whatever this answers.
-    pub fn commit(&mut self, notify: bool) -> StoreResult<()> {
+    pub(crate) fn commit(&mut self, notify: bool) -> StoreResult<()> {
         self.refuse_if_failed()?;
         if self.pending.iter().any(|item| item.assumed == Assumed::NothingDue) {
             // An answer that does not fail the transaction is checked before COMMIT goes, so a
@@ -321,12 +304,12 @@ impl<'c> PgTx<'c> {
     }
 
     /// Whether the connection is gone.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.conn.is_closed()
     }
 
     /// Rolls back whatever was sent (nothing pending is sent).
-    pub fn rollback(&mut self) {
+    pub(crate) fn rollback(&mut self) {
         self.pending.clear();
         if !self.begun || self.broken || self.conn.is_closed() {
             return;
@@ -418,6 +401,13 @@ impl<'c> PgTx<'c> {
     /// The attempt `which` of the rollout, locked. The same statement counts the rollout's
     /// attempts, kept for [`Storage::attempt_count`] when the rollout is locked (then the
     /// statement saw every attempt there is).
+    /// Writes a changed attempt's record back.
+    fn save_attempt_record(&mut self, attempt: &Attempt) -> StoreResult<()> {
+        writes::update_attempt(self, attempt)?;
+        self.hold_attempt(attempt);
+        Ok(())
+    }
+
     fn load_attempt(&mut self, rollout_id: &str, which: AttemptRef<'_>) -> StoreResult<Option<Attempt>> {
         if let Some(held) = self.cached_attempt(rollout_id, which) {
             return Ok(held);
@@ -600,51 +590,10 @@ impl Storage for PgTx<'_> {
         Ok(count)
     }
 
-    fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
-        self.load_attempt(rollout_id, AttemptRef::Latest)
-    }
-
-    fn read_attempt<T>(
-        &mut self,
-        rollout_id: &str,
-        which: AttemptRef<'_>,
-        read: impl FnOnce(&Attempt) -> T,
-    ) -> StoreResult<Option<T>> {
-        Ok(self.load_attempt(rollout_id, which)?.map(|attempt| read(&attempt)))
-    }
-
-    fn modify_attempt<T>(
-        &mut self,
-        rollout_id: &str,
-        which: AttemptRef<'_>,
-        modify: impl FnOnce(&mut Attempt) -> T,
-    ) -> StoreResult<Option<T>> {
-        let Some(mut attempt) = self.load_attempt(rollout_id, which)? else {
-            return Ok(None);
-        };
-        let out = modify(&mut attempt);
-        self.write(
-            "UPDATE attempts SET record = $3 WHERE rollout_id = $1 AND sequence_id = $2",
-            vec![
-                Box::new(attempt.rollout_id.clone()),
-                Box::new(i64::from(attempt.sequence_id)),
-                Box::new(to_json(&attempt)?),
-            ],
-        )?;
-        self.hold_attempt(&attempt);
-        Ok(Some(out))
-    }
+    crate::sql::attempt_primitives!();
 
     fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()> {
-        self.write(
-            "INSERT INTO attempts (rollout_id, sequence_id, attempt_id, record) VALUES ($1, $2, $3, $4)",
-            vec![
-                Box::new(attempt.rollout_id.clone()),
-                Box::new(i64::from(attempt.sequence_id)),
-                Box::new(attempt.attempt_id.clone()),
-                Box::new(to_json(attempt)?),
-            ],
-        )?;
+        writes::insert_attempt(self, attempt)?;
         self.hold_attempt(attempt);
         if let Some(count) = self.attempt_counts.get_mut(&attempt.rollout_id) {
             *count = (*count).max(attempt.sequence_id);
@@ -869,3 +818,46 @@ impl Storage for PgTx<'_> {
         })
     }
 }
+
+impl Arg {
+    /// The argument as PostgreSQL binds it.
+    fn as_param(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Arg::Text(text) => text,
+            Arg::Int(n) => n,
+            Arg::Texts(list) => list,
+        }
+    }
+
+    fn to_param(&self) -> Param {
+        match self {
+            Arg::Text(text) => Box::new(text.clone()),
+            Arg::Int(n) => Box::new(*n),
+            Arg::Texts(list) => Box::new(list.clone()),
+        }
+    }
+}
+
+impl SqlExec for PgTx<'_> {
+    const DIALECT: Dialect = Dialect::Postgres;
+
+    fn texts(&mut self, sql: &str, args: &[Arg]) -> StoreResult<Vec<String>> {
+        let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(Arg::as_param).collect();
+        self.rows(sql, &params)?
+            .iter()
+            .map(|row| column::<String>(row, 0))
+            .collect()
+    }
+
+    fn number(&mut self, sql: &str, args: &[Arg]) -> StoreResult<Option<i64>> {
+        let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(Arg::as_param).collect();
+        Ok(self.value::<Option<i64>>(sql, &params)?.flatten())
+    }
+
+    /// Sent with the next statement whose answer is read, or with `COMMIT`.
+    fn execute(&mut self, sql: &str, args: &[Arg]) -> StoreResult<()> {
+        self.write(sql, args.iter().map(Arg::to_param).collect())
+    }
+}
+
+sql_rows!(PgTx<'_>);

@@ -3,11 +3,11 @@
 //! wrote or read before is taken from its [`Recall`] instead of read again.
 
 use super::recall::{Recall, RecalledRollout};
+use crate::sql::{Arg, Dialect, SqlExec, from_json, sql_rows, status_name, to_json, writes};
 use agl_store::model::*;
 use agl_store::{AttemptRef, Storage, StorageCounts, StoreError, StoreResult};
-use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use rusqlite::types::{ToSqlOutput, Value};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use std::sync::Arc;
 
 /// A database error, as the store reports it.
@@ -15,28 +15,12 @@ pub(crate) fn db_error(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(format!("SQLite: {error}"))
 }
 
-pub(crate) fn to_json<T: Serialize>(value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode a record: {e}")))
-}
-
-pub(crate) fn from_json<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
-    serde_json::from_str(text).map_err(|e| StoreError::Backend(format!("a stored record does not decode: {e}")))
-}
-
-/// A status as its wire name (`"queuing"`), the form kept in the `status` column.
-pub(crate) fn status_name<T: Serialize>(status: &T) -> StoreResult<String> {
-    match serde_json::to_value(status) {
-        Ok(serde_json::Value::String(name)) => Ok(name),
-        _ => Err(StoreError::Backend("a status has no wire name".into())),
-    }
-}
-
 /// One job's view of the database, inside the writer's transaction.
-pub(crate) struct SqliteTx<'c> {
+pub struct SqliteTx<'c> {
     conn: &'c Connection,
     recall: &'c mut Recall,
     /// Rollouts that finished in this job: their waiters are woken after the commit.
-    pub finished: Vec<String>,
+    pub(crate) finished: Vec<String>,
     /// Rollouts this job took off the queue whose rows still hold their place: the next write of
     /// the row clears it in the same statement (a dequeue writes the rollout's new status right
     /// after), and [`SqliteTx::finish`] clears the rest.
@@ -44,7 +28,7 @@ pub(crate) struct SqliteTx<'c> {
 }
 
 impl<'c> SqliteTx<'c> {
-    pub fn new(conn: &'c Connection, recall: &'c mut Recall) -> Self {
+    pub(crate) fn new(conn: &'c Connection, recall: &'c mut Recall) -> Self {
         recall.start_job();
         Self {
             conn,
@@ -55,7 +39,7 @@ impl<'c> SqliteTx<'c> {
     }
 
     /// The job is done: the rollouts it took off the queue and did not write leave it now.
-    pub fn finish(&mut self) -> StoreResult<()> {
+    pub(crate) fn finish(&mut self) -> StoreResult<()> {
         for rollout_id in std::mem::take(&mut self.popped) {
             self.leave_queue(&rollout_id)?;
         }
@@ -80,10 +64,6 @@ impl<'c> SqliteTx<'c> {
             }
             None => false,
         }
-    }
-
-    pub fn conn(&self) -> &'c Connection {
-        self.conn
     }
 
     /// Runs a statement; how many rows it changed.
@@ -137,6 +117,11 @@ impl<'c> SqliteTx<'c> {
     }
 
     /// The attempt `which` of the rollout, as stored.
+    /// Writes a changed attempt's record back.
+    fn save_attempt_record(&mut self, attempt: &Attempt) -> StoreResult<()> {
+        writes::update_attempt(self, attempt)
+    }
+
     fn load_attempt(&self, rollout_id: &str, which: AttemptRef<'_>) -> StoreResult<Option<Attempt>> {
         let record: Option<String> = match which {
             AttemptRef::Latest => self.first(
@@ -281,46 +266,10 @@ impl Storage for SqliteTx<'_> {
         Ok(count)
     }
 
-    fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
-        self.load_attempt(rollout_id, AttemptRef::Latest)
-    }
-
-    fn read_attempt<T>(
-        &mut self,
-        rollout_id: &str,
-        which: AttemptRef<'_>,
-        read: impl FnOnce(&Attempt) -> T,
-    ) -> StoreResult<Option<T>> {
-        Ok(self.load_attempt(rollout_id, which)?.map(|attempt| read(&attempt)))
-    }
-
-    fn modify_attempt<T>(
-        &mut self,
-        rollout_id: &str,
-        which: AttemptRef<'_>,
-        modify: impl FnOnce(&mut Attempt) -> T,
-    ) -> StoreResult<Option<T>> {
-        let Some(mut attempt) = self.load_attempt(rollout_id, which)? else {
-            return Ok(None);
-        };
-        let out = modify(&mut attempt);
-        self.exec(
-            "UPDATE attempts SET record = ?3 WHERE rollout_id = ?1 AND sequence_id = ?2",
-            params![attempt.rollout_id, attempt.sequence_id, to_json(&attempt)?],
-        )?;
-        Ok(Some(out))
-    }
+    crate::sql::attempt_primitives!();
 
     fn insert_attempt(&mut self, attempt: &Attempt) -> StoreResult<()> {
-        self.exec(
-            "INSERT INTO attempts (rollout_id, sequence_id, attempt_id, record) VALUES (?1, ?2, ?3, ?4)",
-            params![
-                attempt.rollout_id,
-                attempt.sequence_id,
-                attempt.attempt_id,
-                to_json(attempt)?
-            ],
-        )?;
+        writes::insert_attempt(self, attempt)?;
         self.recall.touch_rollout(&attempt.rollout_id);
         if let Some(cached) = self.recall.rollout(&attempt.rollout_id) {
             cached.attempts = cached.attempts.map(|count| count.max(attempt.sequence_id));
@@ -478,3 +427,40 @@ impl Storage for SqliteTx<'_> {
         })
     }
 }
+
+impl rusqlite::ToSql for Arg {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        match self {
+            Arg::Text(text) => text.to_sql(),
+            Arg::Int(n) => n.to_sql(),
+            // Read by `json_each` (see `Dialect::in_list`).
+            Arg::Texts(list) => serde_json::to_string(list)
+                .map(|json| ToSqlOutput::Owned(Value::Text(json)))
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e))),
+        }
+    }
+}
+
+impl SqlExec for SqliteTx<'_> {
+    const DIALECT: Dialect = Dialect::Sqlite;
+
+    fn texts(&mut self, sql: &str, args: &[Arg]) -> StoreResult<Vec<String>> {
+        let mut statement = self.conn.prepare_cached(sql).map_err(db_error)?;
+        statement
+            .query_map(params_from_iter(args), |row| row.get::<_, String>(0))
+            .map_err(db_error)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(db_error)
+    }
+
+    fn number(&mut self, sql: &str, args: &[Arg]) -> StoreResult<Option<i64>> {
+        let found = self.first(sql, params_from_iter(args), |row| row.get::<_, Option<i64>>(0))?;
+        Ok(found.flatten())
+    }
+
+    fn execute(&mut self, sql: &str, args: &[Arg]) -> StoreResult<()> {
+        self.exec(sql, params_from_iter(args)).map(|_| ())
+    }
+}
+
+sql_rows!(SqliteTx<'_>);

@@ -1,17 +1,18 @@
-//! The in-memory store's data: its records, indexes, queue, watchdog agenda and waiters, the
-//! [`Storage`] primitives over them (run under the store's one lock by [`crate::transitions`],
-//! which makes every decision), and the queries, answered from the indexes.
+//! The in-memory store's data: its records, indexes, queue and watchdog agenda, the [`Storage`]
+//! primitives over them (run under the store's one lock by [`crate::transitions`], which makes
+//! every decision), and the [`Rows`] the reads load, taken from the indexes.
 
-use super::waiters::Waiters;
 use super::watchdog::Agenda;
+use crate::backend::RunRecord;
 use crate::error::{StoreError, StoreResult};
 use crate::model::*;
-use crate::query_exec::{Page, RolloutFilter, SortKey, Sortable, resources_match, span_matches, worker_matches};
+use crate::query_exec::RolloutFilter;
+use crate::rows::{Rows, SpanRows, Window};
 use crate::storage::{Storage, StorageCounts};
 use crate::store::AttemptRef;
 use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 /// One rollout with everything that hangs off it.
@@ -72,21 +73,6 @@ impl RolloutEntry {
             None => self.odd_span_keys.insert((attempt_sequence, span_id.into())),
         }
     }
-
-    fn view(&self) -> RolloutView {
-        RolloutView {
-            rollout: self.rollout.clone(),
-            attempt: self.attempts.last().cloned(),
-        }
-    }
-}
-
-impl Sortable for RolloutEntry {
-    const KIND: &'static str = Rollout::KIND;
-    const SORTABLE: &'static [&'static str] = Rollout::SORTABLE;
-    fn sort_key(&self, field: usize) -> SortKey<'_> {
-        self.rollout.sort_key(field)
-    }
 }
 
 fn parse_hex_u64(id: &str) -> Option<u64> {
@@ -97,20 +83,25 @@ fn parse_hex_u64(id: &str) -> Option<u64> {
     }
 }
 
+/// The in-memory store's records: one transaction's view ([`Storage`] and [`Rows`]) is the
+/// state itself, under the store's lock.
 #[derive(Debug, Default)]
-pub(crate) struct State {
-    pub rollouts: Vec<RolloutEntry>,
+pub struct State {
+    pub(crate) rollouts: Vec<RolloutEntry>,
     index: FxHashMap<String, u32>,
-    pub queue: VecDeque<u32>,
+    pub(crate) queue: VecDeque<u32>,
     resources: IndexMap<String, ResourcesUpdate, FxBuildHasher>,
     latest_resources: Option<String>,
-    pub workers: IndexMap<String, Worker, FxBuildHasher>,
+    pub(crate) workers: IndexMap<String, Worker, FxBuildHasher>,
     /// Span sequence counters of rollout ids the store does not hold: 0.3.0 issues sequence ids
     /// for any rollout id (its counters are a map keyed by id), so we do too. A rollout created
     /// later under such an id takes its counter over.
     orphan_span_sequences: FxHashMap<String, u64>,
     agenda: Agenda,
-    pub waiters: Waiters,
+    /// Rollouts that finished in the current transaction: waiters are told once it is done.
+    pub(crate) finished: Vec<String>,
+    /// The run record kept.
+    run: Option<RunRecord>,
     total_attempts: u64,
     total_spans: u64,
     /// The slot found last: one operation looks its rollout up several times (once per storage
@@ -119,7 +110,7 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub fn slot(&self, rollout_id: &str) -> Option<u32> {
+    pub(crate) fn slot(&self, rollout_id: &str) -> Option<u32> {
         let last = self.last_slot.get();
         if let Some(entry) = self.rollouts.get(last as usize)
             && entry.rollout.rollout_id == rollout_id
@@ -136,137 +127,7 @@ impl State {
         Some(&mut self.rollouts[slot as usize])
     }
 
-    pub fn get_rollout(&self, rollout_id: &str) -> Option<RolloutView> {
-        self.slot(rollout_id).map(|slot| self.rollouts[slot as usize].view())
-    }
-
-    pub fn latest_attempt_of(&self, rollout_id: &str) -> Option<Attempt> {
-        let slot = self.slot(rollout_id)?;
-        self.rollouts[slot as usize].attempts.last().cloned()
-    }
-
-    pub fn finished_rollouts(&self, rollout_ids: &[String]) -> Vec<Rollout> {
-        rollout_ids
-            .iter()
-            .filter_map(|id| self.slot(id))
-            .map(|slot| &self.rollouts[slot as usize].rollout)
-            .filter(|r| r.status.is_finished())
-            .cloned()
-            .collect()
-    }
-
-    pub fn query_rollouts(&self, query: &RolloutQuery) -> StoreResult<Paginated<RolloutView>> {
-        let page = Page::<RolloutEntry>::of(query)?;
-        let logic = query.filter_logic.unwrap_or_default();
-        let candidates: Vec<&RolloutEntry> = match (&query.rollout_id_in, logic) {
-            (Some(ids), FilterLogic::And) => {
-                let mut slots: Vec<u32> = ids.iter().filter_map(|id| self.slot(id)).collect();
-                slots.sort_unstable();
-                slots.dedup();
-                slots.into_iter().map(|s| &self.rollouts[s as usize]).collect()
-            }
-            _ => self.rollouts.iter().collect(),
-        };
-        let filter = RolloutFilter::of(query);
-        let matches: Vec<&RolloutEntry> = candidates
-            .into_iter()
-            .filter(|entry| filter.matches(&entry.rollout))
-            .collect();
-        let (items, total) = page.apply(matches);
-        Ok(page.result(items.into_iter().map(RolloutEntry::view).collect(), total))
-    }
-
-    pub fn query_attempts(&self, rollout_id: &str, query: &AttemptQuery) -> StoreResult<Paginated<Attempt>> {
-        let page = Page::<Attempt>::of(query)?;
-        let attempts: Vec<&Attempt> = match self.slot(rollout_id) {
-            Some(slot) => self.rollouts[slot as usize].attempts.iter().collect(),
-            None => Vec::new(),
-        };
-        let (items, total) = page.apply(attempts);
-        Ok(page.result(items.into_iter().cloned().collect(), total))
-    }
-
-    // ---- spans -------------------------------------------------------------------------------
-
-    pub fn query_spans(&self, query: &SpanQuery) -> StoreResult<Paginated<Arc<Span>>> {
-        let page = Page::<Arc<Span>>::of(query)?;
-        let Some(slot) = self.slot(&query.rollout_id) else {
-            return Ok(page.result(Vec::new(), 0));
-        };
-        let entry = &self.rollouts[slot as usize];
-        let attempt_sequence: Option<u32> = match query.attempt_id.as_deref() {
-            None => None,
-            Some(wanted) => {
-                let attempt = match wanted {
-                    "latest" => entry.attempts.last(),
-                    id => entry.attempts.iter().find(|a| a.attempt_id == id),
-                };
-                match attempt {
-                    Some(attempt) => Some(attempt.sequence_id),
-                    None => return Ok(page.result(Vec::new(), 0)),
-                }
-            }
-        };
-        let logic = query.filter_logic.unwrap_or_default();
-        let has_conditions = [
-            &query.trace_id,
-            &query.trace_id_contains,
-            &query.span_id,
-            &query.span_id_contains,
-            &query.parent_id,
-            &query.parent_id_contains,
-            &query.name,
-            &query.name_contains,
-        ]
-        .iter()
-        .any(|c| c.is_some());
-        let matches: Vec<&Arc<Span>> = entry
-            .spans
-            .iter()
-            .zip(&entry.span_attempts)
-            .filter(|(_, attempt)| attempt_sequence.is_none_or(|wanted| **attempt == wanted))
-            .map(|(span, _)| span)
-            .filter(|s| !has_conditions || span_matches(s, query, logic))
-            .collect();
-        let page = if entry.spans_in_sequence_order && page.sorts_by("sequence_id", SortOrder::Asc) {
-            page.keeping_order()
-        } else {
-            page
-        };
-        let (items, total) = page.apply(matches);
-        Ok(page.result(items.into_iter().map(Arc::clone).collect(), total))
-    }
-
-    // ---- resources -------------------------------------------------------------------------
-
-    pub fn latest_resources(&self) -> Option<ResourcesUpdate> {
-        self.latest_resources
-            .as_ref()
-            .and_then(|id| self.resources.get(id))
-            .cloned()
-    }
-
-    pub fn resources_by_id(&self, resources_id: &str) -> Option<ResourcesUpdate> {
-        self.resources.get(resources_id).cloned()
-    }
-
-    pub fn query_resources(&self, query: &ResourcesQuery) -> StoreResult<Paginated<ResourcesUpdate>> {
-        let page = Page::<ResourcesUpdate>::of(query)?;
-        let matches: Vec<&ResourcesUpdate> = self.resources.values().filter(|r| resources_match(r, query)).collect();
-        let (items, total) = page.apply(matches);
-        Ok(page.result(items.into_iter().cloned().collect(), total))
-    }
-
-    // ---- workers ---------------------------------------------------------------------------
-
-    pub fn query_workers(&self, query: &WorkerQuery) -> StoreResult<Paginated<Worker>> {
-        let page = Page::<Worker>::of(query)?;
-        let matches: Vec<&Worker> = self.workers.values().filter(|w| worker_matches(w, query)).collect();
-        let (items, total) = page.apply(matches);
-        Ok(page.result(items.into_iter().cloned().collect(), total))
-    }
-
-    pub fn totals(&self) -> [u64; 5] {
+    pub(crate) fn totals(&self) -> [u64; 5] {
         [
             self.rollouts.len() as u64,
             self.total_attempts,
@@ -352,9 +213,7 @@ impl Storage for State {
     }
 
     fn rollout_finished(&mut self, rollout_id: &str) {
-        if let Some(slot) = self.slot(rollout_id) {
-            self.waiters.finished(slot);
-        }
+        self.finished.push(rollout_id.to_owned());
     }
 
     fn attempt_count(&mut self, rollout_id: &str) -> StoreResult<u32> {
@@ -364,7 +223,7 @@ impl Storage for State {
     }
 
     fn latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
-        Ok(self.latest_attempt_of(rollout_id))
+        self.find_latest_attempt(rollout_id)
     }
 
     fn read_attempt<T>(
@@ -480,5 +339,152 @@ impl Storage for State {
             resources,
             workers,
         })
+    }
+}
+
+impl Rows for State {
+    fn find_rollout(&mut self, rollout_id: &str) -> StoreResult<Option<Rollout>> {
+        Storage::rollout(self, rollout_id)
+    }
+
+    fn find_latest_attempt(&mut self, rollout_id: &str) -> StoreResult<Option<Attempt>> {
+        Ok(self
+            .slot(rollout_id)
+            .and_then(|slot| self.rollouts[slot as usize].attempts.last().cloned()))
+    }
+
+    fn select_rollouts(&mut self, query: &RolloutQuery, window: Option<Window>) -> StoreResult<(Vec<Rollout>, u64)> {
+        let candidates: Vec<&RolloutEntry> = match (&query.rollout_id_in, query.filter_logic.unwrap_or_default()) {
+            (Some(ids), FilterLogic::And) => {
+                let mut slots: Vec<u32> = ids.iter().filter_map(|id| self.slot(id)).collect();
+                slots.sort_unstable();
+                slots.dedup();
+                slots.into_iter().map(|s| &self.rollouts[s as usize]).collect()
+            }
+            _ => self.rollouts.iter().collect(),
+        };
+        let filter = RolloutFilter::of(query);
+        let mut total = 0u64;
+        let mut items = Vec::new();
+        for entry in candidates {
+            if filter.matches(&entry.rollout) {
+                if window.is_none_or(|window| window.holds(total)) {
+                    items.push(entry.rollout.clone());
+                }
+                total += 1;
+            }
+        }
+        Ok((items, total))
+    }
+
+    fn latest_attempts(&mut self, rollout_ids: &[&str]) -> StoreResult<Vec<Attempt>> {
+        Ok(rollout_ids
+            .iter()
+            .filter_map(|id| self.slot(id))
+            .filter_map(|slot| self.rollouts[slot as usize].attempts.last().cloned())
+            .collect())
+    }
+
+    fn attempts(&mut self, rollout_id: &str) -> StoreResult<Vec<Attempt>> {
+        Ok(self
+            .slot(rollout_id)
+            .map(|slot| self.rollouts[slot as usize].attempts.clone())
+            .unwrap_or_default())
+    }
+
+    fn attempt_sequence(&mut self, rollout_id: &str, which: AttemptRef<'_>) -> StoreResult<Option<u32>> {
+        let Some(slot) = self.slot(rollout_id) else {
+            return Ok(None);
+        };
+        let attempts = &self.rollouts[slot as usize].attempts;
+        let attempt = match which {
+            AttemptRef::Latest => attempts.last(),
+            AttemptRef::Id(id) => attempts.iter().find(|a| a.attempt_id == id),
+        };
+        Ok(attempt.map(|a| a.sequence_id))
+    }
+
+    fn spans<T>(
+        &mut self,
+        rollout_id: &str,
+        attempt_sequence: Option<u32>,
+        read: impl FnOnce(SpanRows<'_>) -> T,
+    ) -> StoreResult<T> {
+        let Some(slot) = self.slot(rollout_id) else {
+            return Ok(read(SpanRows::default()));
+        };
+        let entry = &self.rollouts[slot as usize];
+        let spans = match attempt_sequence {
+            None => entry.spans.iter().collect(),
+            Some(wanted) => entry
+                .spans
+                .iter()
+                .zip(&entry.span_attempts)
+                .filter(|(_, attempt)| **attempt == wanted)
+                .map(|(span, _)| span)
+                .collect(),
+        };
+        Ok(read(SpanRows {
+            spans,
+            in_sequence_order: entry.spans_in_sequence_order,
+        }))
+    }
+
+    fn all_resources(&mut self) -> StoreResult<Vec<ResourcesUpdate>> {
+        Ok(self.resources.values().cloned().collect())
+    }
+
+    fn find_resources(&mut self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>> {
+        Ok(self.resources.get(resources_id).cloned())
+    }
+
+    fn latest_resources(&mut self) -> StoreResult<Option<ResourcesUpdate>> {
+        Ok(self
+            .latest_resources
+            .as_ref()
+            .and_then(|id| self.resources.get(id))
+            .cloned())
+    }
+
+    fn all_workers(&mut self) -> StoreResult<Vec<Worker>> {
+        Ok(self.workers.values().cloned().collect())
+    }
+
+    fn find_worker(&mut self, worker_id: &str) -> StoreResult<Option<Worker>> {
+        Ok(self.workers.get(worker_id).cloned())
+    }
+
+    fn unfinished_rollouts(&mut self, rollout_ids: &[String]) -> StoreResult<HashSet<String>> {
+        Ok(rollout_ids
+            .iter()
+            .filter(|id| {
+                self.slot(id)
+                    .is_some_and(|slot| !self.rollouts[slot as usize].rollout.status.is_finished())
+            })
+            .cloned()
+            .collect())
+    }
+
+    fn finished_rollouts(&mut self, rollout_ids: &[String]) -> StoreResult<Vec<Rollout>> {
+        Ok(rollout_ids
+            .iter()
+            .filter_map(|id| self.slot(id))
+            .map(|slot| &self.rollouts[slot as usize].rollout)
+            .filter(|r| r.status.is_finished())
+            .cloned()
+            .collect())
+    }
+
+    fn queue_len(&mut self) -> StoreResult<usize> {
+        Ok(self.queue.len())
+    }
+
+    fn run_record(&mut self) -> StoreResult<Option<RunRecord>> {
+        Ok(self.run.clone())
+    }
+
+    fn save_run_record(&mut self, record: &RunRecord) -> StoreResult<()> {
+        self.run = Some(record.clone());
+        Ok(())
     }
 }
