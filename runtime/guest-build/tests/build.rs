@@ -1,6 +1,12 @@
 //! Really builds guests: one small guest from parallel threads (the first run compiles wit-bindgen,
 //! about a minute), plus two throwaway crates for the failure messages (a compile error, a crate
 //! that is not a `cdylib`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 use std::path::{Path, PathBuf};
 

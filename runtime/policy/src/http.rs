@@ -1,6 +1,6 @@
 //! The outgoing HTTP slice (`wasi:http/outgoing-handler`): which hosts a guest may send requests
 //! to (none by default), how many requests one attempt may send, how long one request may wait and
-//! how large a response body may be. The host enforces it (`sandbox/http/`); the manifest's table
+//! how large a response body may be. The host enforces it (agl-wasm's `capabilities/http/`); the manifest's table
 //! is `[http]`.
 //!
 //! A grant is Spin's `allowed_outbound_hosts` entry: `scheme://host[:port]`. The scheme is `http`

@@ -1,6 +1,6 @@
 //! The LLM slice: which models a guest may ask for, how many calls and tokens it may spend, how
 //! long one call may take and how large one request may be. The gate that enforces it is the
-//! host's (`imports/llm.rs`); the manifest's table is `[llm]`.
+//! host's (agl-wasm's `capabilities/llm/`); the manifest's table is `[llm]`.
 
 use crate::value::{HumanDuration, Size};
 use crate::{Layer, set};

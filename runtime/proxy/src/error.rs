@@ -56,7 +56,7 @@ pub enum ProxyError {
     Unattributed,
     /// An agent's call its LLM policy does not allow (model, budget, size).
     #[error("refused by the attempt's LLM policy: {0}")]
-    Refused(agl_wasm::LlmRefusal),
+    Refused(agl_trace::LlmRefusal),
 }
 
 impl ProxyError {
@@ -74,7 +74,7 @@ impl ProxyError {
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Ended(_) => StatusCode::CONFLICT,
             Self::Unattributed => StatusCode::FORBIDDEN,
-            Self::Refused(agl_wasm::LlmRefusal::InvalidRequest(_)) => StatusCode::BAD_REQUEST,
+            Self::Refused(agl_trace::LlmRefusal::InvalidRequest(_)) => StatusCode::BAD_REQUEST,
             Self::Refused(_) => StatusCode::FORBIDDEN,
         }
     }
@@ -90,9 +90,9 @@ impl ProxyError {
             Self::Store(_) => "server_error",
             Self::Ended(_) => "invalid_request_error",
             Self::Unattributed => "permission_error",
-            Self::Refused(agl_wasm::LlmRefusal::ModelNotAllowed(_)) => "model_not_allowed",
-            Self::Refused(agl_wasm::LlmRefusal::BudgetExceeded(_)) => "budget_exceeded",
-            Self::Refused(agl_wasm::LlmRefusal::InvalidRequest(_)) => "invalid_request_error",
+            Self::Refused(agl_trace::LlmRefusal::ModelNotAllowed(_)) => "model_not_allowed",
+            Self::Refused(agl_trace::LlmRefusal::BudgetExceeded(_)) => "budget_exceeded",
+            Self::Refused(agl_trace::LlmRefusal::InvalidRequest(_)) => "invalid_request_error",
         }
     }
 

@@ -9,8 +9,8 @@
 //! /proxy/grants`), giving the attempt's LLM policy ([`LlmLimits`]), and revoke it with `DELETE
 //! /proxy/grants/{secret}`; a grant whose attempt is found ended is revoked too.
 
-use agl_wasm::LlmAllowance;
-use agl_wasm::policy::{LlmBudget, LlmPolicy, LlmRequestLimits};
+use agl_policy::{LlmBudget, LlmPolicy, LlmRequestLimits};
+use agl_trace::LlmAllowance;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn a_grant_lives_as_long_as_its_guard_and_secrets_differ() {
         let grants = Grants::default();
-        let allowance = Arc::new(LlmAllowance::new(&agl_wasm::policy::LlmPolicy::default()));
+        let allowance = Arc::new(LlmAllowance::new(&agl_policy::LlmPolicy::default()));
         let first = grants.issue("ro-1", "at-1", allowance.clone()).expect("a grant");
         let second = grants.issue("ro-2", "at-2", allowance).expect("a grant");
         assert_ne!(first.secret, second.secret);

@@ -48,7 +48,7 @@ pub struct ProxyConfig {
     /// Text attributes of a span are clipped to this many bytes (the host's own cap).
     pub attribute_cap: usize,
     /// Where the calls' spans also go (e.g. an OTLP exporter), besides the store.
-    pub span_export: Option<agl_wasm::SpanExport>,
+    pub span_export: Option<agl_trace::SpanExport>,
 }
 
 impl ProxyConfig {
@@ -62,7 +62,7 @@ impl ProxyConfig {
             val_temperature: None,
             max_body_bytes: 16 << 20,
             body_read_timeout: Duration::from_secs(60),
-            attribute_cap: agl_wasm::MAX_ATTRIBUTE_BYTES,
+            attribute_cap: agl_policy::DEFAULT_MAX_ATTRIBUTE_BYTES,
             span_export: None,
         }
     }

@@ -1,14 +1,14 @@
 //! The LLM span of one proxied call, written to the store under the call's rollout and attempt:
 //! the span the host records for an agent's own LLM calls (`openai.chat.completion`, built by
-//! `agl_wasm::spans::llm`, so our adapter and Agent-lightning's `TracerTraceToTriplet` read it
+//! `agl_trace::llm`, so our adapter and Agent-lightning's `TracerTraceToTriplet` read it
 //! alike), its own trace (the proxy sees no parent), plus what the proxy adds: the mode, the
 //! upstream, the retries, whether it streamed, and on failure the error.
 
 use agl_llm::{ChatRequest, ChatResponse};
 use agl_store::{JsonMap, LightningStore, Span, StatusCode, TraceStatus, hex_id, json_number};
-use agl_wasm::SpanExport;
-use agl_wasm::spans::llm::{request_attributes, response_attributes};
-use agl_wasm::spans::names;
+use agl_trace::SpanExport;
+use agl_trace::llm::{request_attributes, response_attributes};
+use agl_trace::names;
 use opentelemetry::trace::SpanKind;
 use opentelemetry::{Array, KeyValue, Value};
 use serde_json::Value as Json;

@@ -91,7 +91,7 @@ async fn issue_grant(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
     if let Err(error) = attempt_status(shared.store.as_ref(), &request.rollout_id, &request.attempt_id).await {
         return error.into_response();
     }
-    let allowance = Arc::new(agl_wasm::LlmAllowance::new(&request.llm.policy()));
+    let allowance = Arc::new(agl_trace::LlmAllowance::new(&request.llm.policy()));
     match shared
         .grants
         .issue_detached(&request.rollout_id, &request.attempt_id, allowance)
@@ -321,7 +321,7 @@ impl Call {
 
     /// A capability's call its attempt's LLM policy refused: recorded as the host records the
     /// same refusal of its `llm` import, with what was refused and the flag that allows it.
-    async fn refused(&self, error: &ProxyError, refused: Option<agl_wasm::Refused>) {
+    async fn refused(&self, error: &ProxyError, refused: Option<agl_trace::Refused>) {
         if let Some(record) = &self.record {
             let outcome = Outcome::Failed {
                 why: error.describe(),

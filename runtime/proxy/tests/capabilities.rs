@@ -2,15 +2,21 @@
 //! recorded as a span of its attempt; once the runner drops it (the attempt ended) the same URL
 //! is a 404; and calls naming an ended attempt by its ids (the operator's routes) are refused, so
 //! nothing is added to an attempt whose spans are final.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 use agl_llm::ScriptedBackend;
+use agl_policy::LlmPolicy;
 use agl_proxy::{Proxy, ProxyConfig, Upstream, Upstreams};
 use agl_store::{
     AttemptRef, AttemptStatus, AttemptUpdate, EnqueueRolloutRequest, InMemoryLightningStore, LightningStore, SpanQuery,
     StartRolloutRequest,
 };
-use agl_wasm::LlmAllowance;
-use agl_wasm::policy::LlmPolicy;
+use agl_trace::LlmAllowance;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -123,10 +129,10 @@ async fn concurrent_calls_of_one_attempt_cannot_overspend_its_tokens() {
     // An upstream that takes its time: calls sent at once are all in flight together unless the
     // proxy takes them in turn.
     let backend = ScriptedBackend::from_json_str(RULES).expect("rules");
-    let slow = agl_llm::serve_with_faults(
+    let slow = agl_testkit::llm_server::serve_with_faults(
         Arc::new(backend),
         "127.0.0.1:0".parse().expect("an address"),
-        agl_llm::Faults::default().with_delay(std::time::Duration::from_millis(200)),
+        agl_testkit::llm_server::Faults::default().with_delay(std::time::Duration::from_millis(200)),
     )
     .await
     .expect("an upstream");

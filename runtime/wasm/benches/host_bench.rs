@@ -3,6 +3,12 @@
 //! one host call including its span, and a rollout with one LLM call (scripted backend).
 //!
 //! Run: `cargo bench -p agl-wasm --bench host_bench` (`-- --quick` for a smoke run).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
 use agl_llm::{LlmBackend, ScriptedBackend};
 use agl_store::*;

@@ -5,6 +5,12 @@
 //!
 //! Run: `cargo bench -p agl-wasm --bench languages` (`-- --quick` for a smoke run: no cold
 //! compile, few rollouts).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
 use agl_llm::{LlmBackend, ScriptedBackend};
 use agl_store::*;

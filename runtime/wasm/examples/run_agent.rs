@@ -5,6 +5,12 @@
 //! with the next milestone; this shows the host on its own.)
 //!
 //! Run: `cargo run --release -p agl-wasm --example run_agent -- examples/math-agent [train|val]`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "an example: a failed step panics with its reason"
+)]
 
 use agl_llm::ScriptedBackend;
 use agl_store::*;

@@ -6,17 +6,17 @@
 use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
-use crate::clocks::attempt_seed;
+use crate::capabilities::reward::{final_reward, invalid_reward, record_final_reward};
+use crate::capabilities::wasi::clocks::attempt_seed;
+use crate::capabilities::wasi::output::CapturedOutput;
+use crate::capabilities::{InstanceContext, Sandbox, new_store};
 use crate::failure::{self, Failure, MAX_REASON_BYTES, one_line};
-use crate::imports::reward::{final_reward, invalid_reward, record_final_reward};
-use crate::llm_allowance::LlmAllowance;
 use crate::loaded::Loaded;
-use crate::output::CapturedOutput;
-use crate::sandbox::{InstanceContext, Sandbox, new_store};
-use crate::spans::{SpanRecorder, names};
 use crate::state::{AttemptState, HostState, InstanceState};
 use agl_llm::LlmBackend;
 use agl_store::{Attempt, AttemptStatus, ResourcesUpdate, Rollout};
+use agl_trace::LlmAllowance;
+use agl_trace::{SpanRecorder, names};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use std::sync::Arc;
@@ -150,6 +150,7 @@ impl AgentComponent {
             seed,
             llm: request.llm,
             llm_allowance: request.llm_allowance,
+            resources: request.resources,
         };
         let sandbox = match Sandbox::prepare(&self.policy, &instance) {
             Ok(sandbox) => sandbox,
@@ -172,7 +173,7 @@ impl AgentComponent {
             }
         };
         let (stdout_pipe, stderr_pipe) = (sandbox.wasi.stdout.clone(), sandbox.wasi.stderr.clone());
-        let world = AttemptState::new(trace, request.resources);
+        let world = AttemptState::new(trace);
         // Measured from before the store exists: its epoch deadline starts there too.
         let now = tokio::time::Instant::now();
         let abandon_at = now
@@ -226,7 +227,7 @@ impl AgentComponent {
         }
         let reward = match &result {
             Ok(returned) => {
-                let reward = final_reward(*returned, &state.world.rewards);
+                let reward = final_reward(*returned, &state.sandbox.reward);
                 if let Some(value) = reward {
                     record_final_reward(&mut state, *returned, value);
                 }

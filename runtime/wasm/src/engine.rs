@@ -2,7 +2,8 @@
 //! interruption driven by a ticker thread, the pooling allocator (falling back to on-demand
 //! allocation when the address-space reservation fails), optional fuel, and the compile cache.
 //! Loading a component compiles it once and links it once (`InstancePre`). Each world's linker
-//! holds every sandbox capability's imports (`sandbox::link`) and the world's `agl:agent` ones.
+//! holds every capability's imports (`capabilities::link`); the algorithm's also its own
+//! (`algorithm::bindings::link`).
 
 use crate::agent::AgentComponent;
 use crate::algorithm::bindings::AlgorithmPre;
@@ -17,7 +18,7 @@ use crate::state::HostState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Memory of a pooled slot kept mapped between instances (reset, not decommitted): room for a
@@ -108,7 +109,7 @@ fn pooling_config(options: &EngineOptions) -> PoolingAllocationConfig {
     pool
 }
 
-fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
+fn spawn_epoch_ticker(engine: &Engine, tick: Duration) -> Result<(), HostError> {
     let weak = engine.weak();
     let spawned = std::thread::Builder::new().name("agl-epoch".into()).spawn(move || {
         loop {
@@ -119,10 +120,10 @@ fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
             }
         }
     });
-    // Without the ticker deadlines would never fire; a host that cannot spawn a thread is broken.
-    if let Err(e) = spawned {
-        panic!("cannot start the epoch ticker thread: {e}");
-    }
+    // Without the ticker deadlines would never fire: no host at all rather than one without them.
+    spawned
+        .map(drop)
+        .map_err(|e| HostError::Engine(format!("cannot start the epoch ticker thread: {e}")))
 }
 
 impl WasmHost {
@@ -141,18 +142,12 @@ impl WasmHost {
             Some(engine) => engine,
             None => Engine::new(&base_config(&options)).map_err(|e| HostError::Engine(e.to_string()))?,
         };
-        spawn_epoch_ticker(&engine, options.epoch_tick);
+        spawn_epoch_ticker(&engine, options.epoch_tick)?;
         let mut linker = Linker::new(&engine);
-        crate::sandbox::link(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
-        crate::bindings::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
-            .map_err(|e| HostError::Engine(e.to_string()))?;
-        crate::v0_1::agent::Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
-            .map_err(|e| HostError::Engine(e.to_string()))?;
+        crate::capabilities::link(&mut linker).map_err(|e| HostError::Engine(e.to_string()))?;
         let mut algorithm_linker = Linker::new(&engine);
-        crate::sandbox::link(&mut algorithm_linker).map_err(|e| HostError::Engine(e.to_string()))?;
-        crate::algorithm::bindings::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
-            .map_err(|e| HostError::Engine(e.to_string()))?;
-        crate::v0_1::algorithm::Algorithm::add_to_linker::<_, HasSelf<_>>(&mut algorithm_linker, |state| state)
+        crate::capabilities::link(&mut algorithm_linker)
+            .and_then(|()| crate::algorithm::bindings::link(&mut algorithm_linker))
             .map_err(|e| HostError::Engine(e.to_string()))?;
         let cache = options.cache_dir.clone().map(ComponentCache::new);
         Ok(Self {

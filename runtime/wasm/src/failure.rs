@@ -3,7 +3,7 @@
 //! exception text when it printed one), and the long form — the whole error chain with its wasm
 //! backtrace and the tail of stderr — for the attempt's root span.
 
-use crate::output::CapturedOutput;
+use crate::capabilities::wasi::output::CapturedOutput;
 use crate::policy::SandboxPolicy;
 use crate::state::clip;
 use wasmtime::Trap;

@@ -2,8 +2,8 @@
 //! how it was loaded.
 
 use crate::cache::Compiled;
+use crate::capabilities::wasi::output::CapturedOutput;
 use crate::failure::{self, Failure};
-use crate::output::CapturedOutput;
 use crate::policy::SandboxPolicy;
 use std::time::Duration;
 

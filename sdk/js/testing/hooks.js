@@ -1,13 +1,16 @@
 // Node module-resolution hooks for tests (registered by register.js): `agl:agent/<iface>@0.2.0`
-// resolves to wit-stub.js, `agl` and `agl/testing` to this SDK, anything else as usual.
+// resolves to a stub of that interface generated from the WIT (wit-stub.js), `agl` and
+// `agl/testing` to this SDK, anything else as usual.
 
-const STUB = new URL('./wit-stub.js', import.meta.url).href;
+import { stubSource } from './wit-stub.js';
+
+const STUB = 'agl-wit-stub:';
 const SDK = new URL('../src/index.js', import.meta.url).href;
 const TESTING = new URL('./index.js', import.meta.url).href;
 
 export async function resolve(specifier, context, nextResolve) {
   if (specifier.startsWith('agl:agent/')) {
-    return { url: STUB, shortCircuit: true };
+    return { url: `${STUB}${specifier}`, shortCircuit: true };
   }
   if (specifier === 'agl') {
     return { url: SDK, shortCircuit: true };
@@ -16,4 +19,11 @@ export async function resolve(specifier, context, nextResolve) {
     return { url: TESTING, shortCircuit: true };
   }
   return nextResolve(specifier, context);
+}
+
+export async function load(url, context, nextLoad) {
+  if (url.startsWith(STUB)) {
+    return { format: 'module', source: stubSource(url.slice(STUB.length)), shortCircuit: true };
+  }
+  return nextLoad(url, context);
 }

@@ -12,20 +12,10 @@ use crate::error::GuestBuildError;
 /// The build script, run by Node with the toolchain's modules.
 pub(crate) const BUILD_SCRIPT: &str = "build.mjs";
 
-/// The embedded files: (path in the SDK folder, text). `src/index.js` is what `import 'agl'`
-/// resolves to in a guest.
-pub(crate) const SDK_FILES: &[(&str, &str)] = &[
-    ("src/index.js", include_str!("../../../../sdk/js/src/index.js")),
-    ("src/host.js", include_str!("../../../../sdk/js/src/host.js")),
-    ("src/errors.js", include_str!("../../../../sdk/js/src/errors.js")),
-    ("src/ctx.js", include_str!("../../../../sdk/js/src/ctx.js")),
-    ("src/llm.js", include_str!("../../../../sdk/js/src/llm.js")),
-    ("src/prompt.js", include_str!("../../../../sdk/js/src/prompt.js")),
-    ("src/template.js", include_str!("../../../../sdk/js/src/template.js")),
-    ("src/rollout.js", include_str!("../../../../sdk/js/src/rollout.js")),
-    ("package.json", include_str!("../../../../sdk/js/package.json")),
-    (BUILD_SCRIPT, include_str!("build.mjs")),
-];
+/// The embedded files: (path in the SDK folder, text): every `*.js` of `sdk/js/src`,
+/// `package.json` and the build script, listed by `build.rs`. `src/index.js` is what
+/// `import 'agl'` resolves to in a guest.
+pub(crate) const SDK_FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/js_sdk_files.rs"));
 
 /// Hex SHA-256 of the embedded files (names and texts): part of every JS guest's fingerprint.
 pub(crate) fn sdk_digest() -> String {

@@ -9,20 +9,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::GuestBuildError;
 
-/// The SDK's files (the `agl` package), by name.
-pub(crate) const SDK_FILES: &[(&str, &str)] = &[
-    ("__init__.py", include_str!("../../../../sdk/python/agl/__init__.py")),
-    ("_wit.py", include_str!("../../../../sdk/python/agl/_wit.py")),
-    ("_wit_http.py", include_str!("../../../../sdk/python/agl/_wit_http.py")),
-    ("agent.py", include_str!("../../../../sdk/python/agl/agent.py")),
-    ("ctx.py", include_str!("../../../../sdk/python/agl/ctx.py")),
-    ("errors.py", include_str!("../../../../sdk/python/agl/errors.py")),
-    ("host.py", include_str!("../../../../sdk/python/agl/host.py")),
-    ("http.py", include_str!("../../../../sdk/python/agl/http.py")),
-    ("llm.py", include_str!("../../../../sdk/python/agl/llm.py")),
-    ("template.py", include_str!("../../../../sdk/python/agl/template.py")),
-    ("testing.py", include_str!("../../../../sdk/python/agl/testing.py")),
-];
+/// The SDK's files (the `agl` package), by name: every `*.py` of `sdk/python/agl`, listed by
+/// `build.rs`.
+pub(crate) const SDK_FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/python_sdk_files.rs"));
 
 /// The module componentize-py is given as the app when building an `agent`.
 pub(crate) const ENTRY_MODULE: &str = "agl_component";

@@ -7,8 +7,8 @@ use super::observer::{BestResult, LogLevel};
 use super::state::AlgorithmState;
 use crate::bindings::llm::{self as llm_wit};
 use crate::bindings::trace::{self as trace_wit, Level};
-use crate::imports::llm::{error_kind, traced_chat};
-use crate::sandbox::World;
+use crate::capabilities::World;
+use crate::capabilities::llm::{error_kind, traced_chat};
 use crate::state::{MAX_ATTRIBUTE_BYTES, clip};
 use std::time::Instant;
 
@@ -129,5 +129,3 @@ impl progress::Host for AlgorithmState {
         self.world.observer.best(&best);
     }
 }
-
-impl crate::bindings::types::Host for AlgorithmState {}

@@ -11,11 +11,11 @@
 
 use super::convert::ATTEMPT_FAILURE_KEY;
 use super::observer::{AlgorithmObserver, LogLevel};
-use crate::spans::{AttemptTrace, SpanExport, SpanRecorder, names};
 use agl_policy::SpanBudget;
 use agl_store::{
     AttemptRef, AttemptStatus, AttemptUpdate, EnqueueRolloutRequest, JsonMap, LightningStore, StartRolloutRequest,
 };
+use agl_trace::{AttemptTrace, SpanExport, SpanRecorder, names};
 use opentelemetry::KeyValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -157,7 +157,7 @@ mod tests {
     use super::*;
     use crate::algorithm::observer::RecordingObserver;
     use crate::bindings::llm as wit;
-    use crate::imports::llm::{LlmGate, traced_chat};
+    use crate::capabilities::llm::{LlmGate, traced_chat};
     use crate::policy::SandboxPolicy;
     use agl_llm::ScriptedBackend;
     use agl_store::{InMemoryLightningStore, RolloutQuery, RolloutStatus, SpanQuery};

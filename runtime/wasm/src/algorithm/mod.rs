@@ -16,13 +16,13 @@ pub use convert::{ATTEMPT_FAILURE_KEY, attempt_failure};
 pub use observer::{AlgorithmObserver, BestResult, LogLevel, Recorded, RecordingObserver};
 pub(crate) use state::{AlgorithmRun, AlgorithmState};
 
+use crate::capabilities::wasi::output::CapturedOutput;
+use crate::capabilities::{InstanceContext, Sandbox, new_store};
 use crate::failure::{MAX_REASON_BYTES, one_line};
 use crate::loaded::Loaded;
-use crate::output::CapturedOutput;
-use crate::sandbox::{InstanceContext, Sandbox, new_store};
-use crate::spans::SpanExport;
 use agl_llm::LlmBackend;
 use agl_store::LightningStore;
+use agl_trace::SpanExport;
 use bindings::{AlgorithmPre, Datasets};
 use llm_trace::AlgorithmTrace;
 use std::sync::Arc;
@@ -85,6 +85,7 @@ impl AlgorithmComponent {
             seed: request.seed,
             llm: request.llm,
             llm_allowance: None,
+            resources: None,
         };
         let sandbox = match Sandbox::prepare(&self.policy, &instance) {
             Ok(sandbox) => sandbox,

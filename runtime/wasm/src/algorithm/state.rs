@@ -1,13 +1,13 @@
-//! What an algorithm run's `Store` holds besides the sandbox's capabilities (`sandbox/`): the
+//! What an algorithm run's `Store` holds besides the sandbox's capabilities (`capabilities/`): the
 //! LightningStore it drives, its LLM trace, the observer that hears its progress, and its open
 //! operation spans.
 
 use super::llm_trace::AlgorithmTrace;
 use super::observer::AlgorithmObserver;
-use crate::sandbox::World;
-use crate::spans::AttemptTrace;
+use crate::capabilities::World;
 use crate::state::InstanceState;
 use agl_store::LightningStore;
+use agl_trace::AttemptTrace;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,23 +1,13 @@
 //! Every `agl:agent@0.1.0` import served by its 0.2.0 implementation, for the agent state and the
 //! algorithm state alike (one macro per interface, instantiated for each state that serves it).
 
-use super::agent::{
-    llm as old_llm, resources as old_resources, reward as old_reward, trace as old_trace, types as old_types,
-};
+use super::agent::{llm as old_llm, resources as old_resources, reward as old_reward, trace as old_trace};
 use super::algorithm::{adapter as old_adapter, progress as old_progress, store as old_store};
 use super::convert::Convert;
 use crate::algorithm::AlgorithmState;
 use crate::algorithm::bindings::{adapter as new_adapter, progress as new_progress, store as new_store};
 use crate::bindings::{llm as new_llm, resources as new_resources, reward as new_reward, trace as new_trace};
 use crate::state::HostState;
-
-/// `types` at 0.1.0 for each state that serves it at 0.2.0.
-macro_rules! serve_types {
-    ($($state:ty),+) => {$(
-        impl old_types::Host for $state {}
-    )+};
-}
-serve_types!(HostState, AlgorithmState);
 
 /// `llm` at 0.1.0 for each state that serves it at 0.2.0.
 macro_rules! serve_llm {

@@ -3,7 +3,8 @@
 //! parents, names and attributes.
 
 use crate::common::*;
-use agl_llm::{OpenAiBackend, OpenAiConfig, ScriptedBackend, serve};
+use agl_llm::{OpenAiBackend, OpenAiConfig, ScriptedBackend};
+use agl_testkit::llm_server::serve;
 use agl_wasm::*;
 use serde_json::Value;
 use std::sync::Arc;

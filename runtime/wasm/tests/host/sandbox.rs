@@ -355,11 +355,14 @@ async fn clocks_and_randomness_are_deterministic_per_attempt() {
 
 /// The scripted "ok" backend behind a real OpenAI-compatible HTTP server on loopback, and a
 /// client of it: what reaches the endpoint is counted there.
-async fn llm_over_http() -> (agl_llm::ServerHandle, std::sync::Arc<dyn agl_llm::LlmBackend>) {
+async fn llm_over_http() -> (
+    agl_testkit::llm_server::ServerHandle,
+    std::sync::Arc<dyn agl_llm::LlmBackend>,
+) {
     let scripted =
         agl_llm::ScriptedBackend::from_json_str(r#"{"model": "scripted", "rules": [], "fallback": {"reply": "ok"}}"#)
             .expect("rules parse");
-    let server = agl_llm::serve(std::sync::Arc::new(scripted), "127.0.0.1:0".parse().expect("address"))
+    let server = agl_testkit::llm_server::serve(std::sync::Arc::new(scripted), "127.0.0.1:0".parse().expect("address"))
         .await
         .expect("server starts");
     let client =

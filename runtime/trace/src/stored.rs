@@ -106,7 +106,7 @@ fn array(items: &[Json]) -> Option<Array> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spans::to_store_span;
+    use crate::to_store_span;
     use serde_json::json;
 
     #[test]

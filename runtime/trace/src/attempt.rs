@@ -2,8 +2,8 @@
 //! record a host call as a child of whatever is open. Every span a guest causes goes through the
 //! attempt's [`SpanAccount`] first: clipped, weighed, and built only if the budget admits it.
 
-use super::budget::{DroppedSpans, SpanAccount};
-use super::names;
+use crate::budget::{DroppedSpans, SpanAccount};
+use crate::names;
 use agl_policy::SpanBudget;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId, Tracer as _};
 use opentelemetry::{Context, KeyValue};

@@ -1,11 +1,11 @@
 //! What one attempt (or one algorithm run) may spend on LLM calls, whichever way it calls: the
-//! `llm` import's gate (`imports::llm`) and the LLM proxy's per-attempt capability
+//! `llm` import's gate (agl-wasm's `capabilities::llm`) and the LLM proxy's per-attempt capability
 //! (`agl-proxy`) admit every request through the same [`LlmAllowance`] — the models the policy
 //! allows, the calls and tokens left, the bounds on one request — and charge it the tokens each
 //! answer used, so an agent that reaches the proxy gets exactly what its own `llm` import allows.
 
-use crate::policy::{LlmBudget, LlmPolicy, LlmRequestLimits};
 use agl_llm::{ChatRequest, RequestLimits, RequestRejected, Usage};
+use agl_policy::{LlmBudget, LlmPolicy, LlmRequestLimits};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 use thiserror::Error;

@@ -18,11 +18,11 @@ mod body;
 mod send;
 mod span;
 
-use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
+use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::policy::{HttpPolicy, HttpScheme, RequestHost, SandboxPolicy};
+use agl_trace::names::http as keys;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
-pub use span::keys;
 use span::{OpenSpans, RequestSpan};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
@@ -75,8 +75,8 @@ pub struct HttpGate {
     denied: Option<ErrorCode>,
 }
 
-impl Capability for HttpState {
-    fn link<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
+impl<W: World> Link<W> for HttpState {
+    fn link(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
         let options = LinkOptions::default();
         wit::add_to_linker::<_, WasiHttp>(linker, &options.into(), <InstanceState<W> as WasiHttpView>::http)?;
         // wasmtime-wasi-http's `http-error-code` knows only the errors it made itself as codes;
@@ -98,7 +98,9 @@ impl Capability for HttpState {
             },
         )
     }
+}
 
+impl Capability for HttpState {
     fn prepare(policy: &SandboxPolicy, _instance: &InstanceContext) -> Result<Self, SandboxError> {
         Ok(Self {
             ctx: WasiHttpCtx::new(),

@@ -6,7 +6,7 @@
 //! belongs to whoever made it: recorders never flush or shut it down. How it sends, batches or
 //! drops is its own business; it must not block.
 
-use super::names;
+use crate::names;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
@@ -59,7 +59,7 @@ fn tag(attributes: &mut Vec<KeyValue>, key: &'static str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spans::SpanRecorder;
+    use crate::SpanRecorder;
     use agl_policy::SpanBudget;
     use agl_store::{InMemoryLightningStore, LightningStore};
     use opentelemetry::trace::Status;

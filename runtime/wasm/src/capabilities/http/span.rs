@@ -6,7 +6,7 @@
 //! is ended then with what it saw; one still open when the instance ends is ended by
 //! [`OpenSpans::close_all`], before the attempt's trace is.
 
-use crate::spans::LiveSpan;
+use agl_trace::LiveSpan;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use parking_lot::Mutex;
@@ -14,28 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-/// The span's name and attribute keys (OpenTelemetry's HTTP client conventions where they have one);
-/// public as `agl_wasm::http_span_keys`, for readers of these spans.
-pub mod keys {
-    pub const SPAN: &str = "agl.http.request";
-    pub const METHOD: &str = "http.request.method";
-    pub const SCHEME: &str = "url.scheme";
-    pub const HOST: &str = "server.address";
-    pub const PORT: &str = "server.port";
-    pub const PATH: &str = "url.path";
-    pub const STATUS: &str = "http.response.status_code";
-    pub const BYTES_SENT: &str = "http.request.body.size";
-    pub const BYTES_RECEIVED: &str = "http.response.body.size";
-    /// Milliseconds from `handle` to the response's head.
-    pub const LATENCY_MS: &str = "agl.http.latency_ms";
-    /// False when the guest stopped before the response body's end.
-    pub const BODY_COMPLETE: &str = "agl.http.response.body.complete";
-    /// Requests sent so far in this attempt, this one included.
-    pub const REQUESTS_USED: &str = "agl.http.requests_used";
-    pub use crate::spans::names::ERROR_TYPE;
-    /// A refused request: what was refused and the flag that would allow it.
-    pub use crate::spans::names::{SANDBOX_GRANT as GRANT, SANDBOX_REFUSED as REFUSED};
-}
+use agl_trace::names::http as keys;
 
 /// What one request's span shares between the request, its body and the instance's list of
 /// open requests: the span itself (taken once, by whoever ends it) and its counters.

@@ -2,9 +2,12 @@
 //! wall-clock deadline (epochs, `deadline.rs`) and the fuel budget, set on each new store.
 //! Policy slice: `limits`.
 
-use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
-use crate::memory::MeteredLimits;
+mod deadline;
+mod memory;
+
+use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::policy::SandboxPolicy;
+pub use memory::MeteredLimits;
 use wasmtime::Store;
 
 impl Capability for MeteredLimits {
@@ -14,7 +17,7 @@ impl Capability for MeteredLimits {
 
     fn attach<W: World>(store: &mut Store<InstanceState<W>>, policy: &SandboxPolicy) -> wasmtime::Result<()> {
         store.limiter(|state| &mut state.sandbox.limits);
-        crate::deadline::arm(store, policy.limits.deadline);
+        deadline::arm(store, policy.limits.deadline);
         match policy.limits.fuel {
             Some(fuel) => store
                 .set_fuel(fuel)
@@ -28,3 +31,6 @@ impl Capability for MeteredLimits {
         }
     }
 }
+
+/// No imports: the limits are the store's.
+impl<W: World> Link<W> for MeteredLimits {}

@@ -1,11 +1,39 @@
-//! `agl:agent/resources`: the rollout's resources, read-only; LLM endpoints without their keys.
+//! The resources capability, `agl:agent/resources` (agents only): the rollout's resources,
+//! read-only; LLM endpoints without their keys. No policy slice: its state is the attempt's
+//! resources version.
 
+use super::{Capability, InstanceContext, Link, SandboxError};
+use crate::algorithm::AlgorithmRun;
 use crate::bindings::resources::{Host, LlmEndpoint, PromptTemplate, Resource};
-use crate::spans::names;
-use crate::state::HostState;
-use agl_store::{LlmResource, Resource as StoreResource, TemplateEngine};
+use crate::policy::SandboxPolicy;
+use crate::state::{AttemptState, HostState};
+use crate::v0_1::agent::resources as v0_1_resources;
+use agl_store::{LlmResource, Resource as StoreResource, ResourcesUpdate, TemplateEngine};
+use agl_trace::names;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
+use std::sync::Arc;
+use wasmtime::component::{HasSelf, Linker};
+
+/// The rollout's resources version, if it has one.
+pub struct Resources(Option<Arc<ResourcesUpdate>>);
+
+impl Capability for Resources {
+    fn prepare(_policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
+        Ok(Self(instance.resources.clone()))
+    }
+}
+
+/// `agl:agent/resources` at 0.2.0 and 0.1.0.
+impl Link<AttemptState> for Resources {
+    fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+        crate::bindings::resources::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_1_resources::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+    }
+}
+
+/// The algorithm world reads resources through its store instead.
+impl Link<AlgorithmRun> for Resources {}
 
 fn engine_name(engine: TemplateEngine) -> &'static str {
     match engine {
@@ -25,7 +53,7 @@ fn endpoint(llm: &LlmResource) -> LlmEndpoint {
 
 impl HostState {
     fn resource(&self, name: &str) -> Option<&StoreResource> {
-        self.world.resources.as_ref()?.resources.get(name)
+        self.sandbox.resources.0.as_ref()?.resources.get(name)
     }
 
     fn format_named_prompt(&self, name: &str, vars: &[(String, String)]) -> Result<String, String> {
@@ -64,7 +92,7 @@ impl Host for HostState {
     fn format_prompt(&mut self, name: String, vars: Vec<(String, String)>) -> wasmtime::Result<Result<String, String>> {
         let result = self.format_named_prompt(&name, &vars);
         let mut attributes = vec![KeyValue::new(names::RESOURCE_NAME, name)];
-        if let Some(id) = self.world.resources.as_ref().map(|r| r.resources_id.clone()) {
+        if let Some(id) = self.sandbox.resources.0.as_ref().map(|r| r.resources_id.clone()) {
             attributes.push(KeyValue::new(names::RESOURCES_ID, id));
         }
         let status = match &result {

@@ -61,7 +61,7 @@ impl SpanAccount {
                 if let Value::String(text) = &kv.value
                     && text.as_str().len() > cap
                 {
-                    kv.value = Value::String(StringValue::from(crate::state::clip(text.as_str(), cap)));
+                    kv.value = Value::String(StringValue::from(agl_store::clip(text.as_str(), cap)));
                 }
                 weight(kv)
             })

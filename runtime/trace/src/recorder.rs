@@ -4,9 +4,9 @@
 //! `get_next_span_sequence_ids` and one `add_spans` per batch. Flushes are serialized so sequence
 //! ids follow end order. With a [`SpanExport`], each finished span is also handed to it as it ends.
 
-use super::attempt::AttemptTrace;
-use super::convert::to_store_span;
-use super::export::SpanExport;
+use crate::attempt::AttemptTrace;
+use crate::convert::to_store_span;
+use crate::export::SpanExport;
 use agl_policy::SpanBudget;
 use agl_store::{LightningStore, Span};
 use opentelemetry::trace::{TraceId, TracerProvider as _};

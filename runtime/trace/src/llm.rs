@@ -4,7 +4,7 @@
 //! and stop sequences. What does not fit is left out and said so: a long conversation keeps its
 //! first and last messages (numbered without a gap) and records how many were dropped, where.
 
-use super::names;
+use crate::names;
 use agl_llm::{ChatRequest, ChatResponse};
 use agl_store::clip;
 use opentelemetry::{Array, KeyValue, StringValue, Value};

@@ -1,21 +1,23 @@
-//! `agl:agent/llm`: chat completions through the host. The gate converts the guest's request,
+//! The LLM capability, `agl:agent/llm`: chat completions through the host. The gate converts the guest's request,
 //! checks the model against the policy, the attempt's budget (calls, tokens) and the request's
 //! size (`agl_llm::validate_request`: bytes, `max_tokens`, tools) before anything is sent, bounds
 //! the call with its own timeout (epochs cannot interrupt a guest waiting in a host call), and
-//! accounts the tokens. The agent's calls become LLM spans (`spans::llm`); an algorithm's go
-//! through the same gate (`algorithm::host_imports`).
+//! accounts the tokens. The agent's calls become LLM spans (`agl_trace::llm`); an algorithm's go
+//! through the same gate (`algorithm::host_imports`). Policy slice: `llm`.
 
+use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::bindings::llm::{self as wit, Host};
-use crate::llm_allowance::{LlmAllowance, LlmRefusal, Refused};
 use crate::policy::{LlmPolicy, SandboxPolicy};
-use crate::sandbox::{Capability, InstanceContext, SandboxError, World};
-use crate::spans::{AttemptTrace, LiveSpan, llm as llm_span, names};
 use crate::state::HostState;
+use crate::v0_1::agent::llm as v0_1_llm;
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, Role, Tool};
+use agl_trace::{AttemptTrace, LiveSpan, llm as llm_span, names};
+use agl_trace::{LlmAllowance, LlmRefusal, Refused};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanKind, Status};
 use std::sync::Arc;
 use tokio_util::task::AbortOnDropHandle;
+use wasmtime::component::{HasSelf, Linker};
 
 /// The LLM access of one attempt (or one algorithm run): the backend, and the allowance its
 /// requests are admitted and charged through (shared with the LLM proxy's capability for the
@@ -238,8 +240,19 @@ pub(crate) async fn traced_chat(
     }
 }
 
-/// The LLM capability: the gate of one instance, from the policy's `llm` slice. Its imports are
-/// the `agl:agent/llm` interface of each world's bindings.
+/// `agl:agent/llm` at 0.2.0 and 0.1.0, which each world serves its own way (an algorithm's calls
+/// are also lines of its log, `algorithm::host_imports`).
+impl<W: World> Link<W> for LlmGate
+where
+    InstanceState<W>: Host + v0_1_llm::Host,
+{
+    fn link(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_1_llm::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+    }
+}
+
+/// The LLM capability: the gate of one instance, from the policy's `llm` slice.
 impl Capability for LlmGate {
     fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
         let backend = Arc::clone(&instance.llm);

@@ -1,11 +1,38 @@
-//! `agl:agent/trace`: log lines, messages and objects as spans, and the agent's own operation
-//! spans (host calls made while one is open nest under it).
+//! The trace capability, `agl:agent/trace`: log lines, messages and objects as spans of an
+//! agent's attempt, and the agent's own operation spans (host calls made while one is open nest
+//! under it). An algorithm's `trace` is its log instead (`algorithm::host_imports`). No policy
+//! slice of its own (its spans count against `spans`) and no per-instance state: the trace is
+//! the world's.
 
+use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::bindings::trace::{Host, Level};
-use crate::spans::names;
+use crate::policy::SandboxPolicy;
 use crate::state::{HostState, clip};
+use crate::v0_1::agent::trace as v0_1_trace;
+use agl_trace::names;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
+use wasmtime::component::{HasSelf, Linker};
+
+/// The trace capability (stateless: what it records goes to the world's trace).
+pub struct Trace;
+
+impl Capability for Trace {
+    fn prepare(_policy: &SandboxPolicy, _instance: &InstanceContext) -> Result<Self, SandboxError> {
+        Ok(Self)
+    }
+}
+
+/// `agl:agent/trace` at 0.2.0 and 0.1.0, which each world serves its own way.
+impl<W: World> Link<W> for Trace
+where
+    InstanceState<W>: Host + v0_1_trace::Host,
+{
+    fn link(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
+        crate::bindings::trace::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_1_trace::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+    }
+}
 
 /// Longest operation name kept (it becomes a span name).
 const MAX_OPERATION_NAME_BYTES: usize = 256;

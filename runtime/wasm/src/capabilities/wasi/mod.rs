@@ -1,12 +1,16 @@
 //! The WASI capability: a fresh per-instance WASI context with nothing but what is granted. No
 //! args; env only as granted; preopens only as granted (read-only unless `rw`); no sockets or
 //! name lookups; stdout/stderr captured into bounded buffers; virtual clocks (real ones only by
-//! grant) and a random source seeded from the attempt. Policy slices: `grants`, `clock`, `output`.
+//! grant) and a random source seeded from the attempt (`clocks.rs`). What the guest prints is kept
+//! by `output.rs`. Policy slices: `grants`, `clock`, `output`.
 
-use super::{Capability, InstanceContext, InstanceState, SandboxError, World};
-use crate::clocks::{VirtualTime, seeded_rng};
-use crate::output::CappedPipe;
+pub mod clocks;
+pub mod output;
+
+use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::policy::{DirAccess, SandboxPolicy};
+use clocks::{VirtualTime, seeded_rng};
+use output::CappedPipe;
 use wasmtime::component::Linker;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -18,11 +22,13 @@ pub struct WasiState {
     pub stderr: CappedPipe,
 }
 
-impl Capability for WasiState {
-    fn link<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
+impl<W: World> Link<W> for WasiState {
+    fn link(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
         wasmtime_wasi::p2::add_to_linker_async(linker)
     }
+}
 
+impl Capability for WasiState {
     /// `instance.start` is where the virtual wall clock begins; `instance.seed` seeds both
     /// random sources.
     fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {

@@ -1,4 +1,4 @@
-//! `agl:agent/reward`: rewards as Agent-lightning records them — an `agentlightning.annotation`
+//! The reward capability, `agl:agent/reward` (agents only): rewards as Agent-lightning records them — an `agentlightning.annotation`
 //! span with `agentlightning.reward.0.name` / `.value` — and the attempt's final reward.
 //!
 //! A reward is a finite number within ±[`MAX_REWARD_MAGNITUDE`]; anything else (NaN, ±inf,
@@ -10,11 +10,16 @@
 //! Agent-lightning's `find_final_reward` — the first dimension of the last reward span — reads
 //! the same number, whatever the guest emitted or the budget dropped.
 
+use super::{Capability, InstanceContext, Link, SandboxError};
+use crate::algorithm::AlgorithmRun;
 use crate::bindings::reward::Host;
-use crate::spans::names;
-use crate::state::{HostState, Rewards, clip};
+use crate::policy::SandboxPolicy;
+use crate::state::{AttemptState, HostState, clip};
+use crate::v0_1::agent::reward as v0_1_reward;
+use agl_trace::names;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
+use wasmtime::component::{HasSelf, Linker};
 
 /// The name of the reward `emit` and a returned reward record.
 pub const PRIMARY: &str = "primary";
@@ -23,6 +28,37 @@ pub const PRIMARY: &str = "primary";
 pub const MAX_REWARD_MAGNITUDE: f64 = 1e15;
 /// Longest reward name kept.
 const MAX_REWARD_NAME_BYTES: usize = 256;
+
+/// The rewards an attempt emitted, as far as its final reward is concerned: the capability's
+/// per-instance state (no policy slice).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Rewards {
+    /// The last primary reward emitted by the agent (`reward.emit`).
+    pub last_primary: Option<f64>,
+    /// The last named reward (`reward.emit-named`).
+    pub last_named: Option<f64>,
+    /// The value of the last reward span recorded when that span is a primary reward (`None`
+    /// when the last reward emitted was named, went past the span budget, or none was emitted).
+    pub last_recorded: Option<f64>,
+    pub emitted: u32,
+}
+
+impl Capability for Rewards {
+    fn prepare(_policy: &SandboxPolicy, _instance: &InstanceContext) -> Result<Self, SandboxError> {
+        Ok(Self::default())
+    }
+}
+
+/// `agl:agent/reward` at 0.2.0 and 0.1.0.
+impl Link<AttemptState> for Rewards {
+    fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+        crate::bindings::reward::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_1_reward::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+    }
+}
+
+/// The algorithm world has no rewards.
+impl Link<AlgorithmRun> for Rewards {}
 
 /// Why `value` is not a reward, if it is not one.
 pub fn invalid_reward(value: f64) -> Option<String> {
@@ -49,7 +85,7 @@ fn emit_reward(state: &mut HostState, call: &str, name: &str, value: f64) -> was
     if let Some(why) = invalid_reward(value) {
         return Err(wasmtime::Error::msg(format!("reward.{call}: {why}")));
     }
-    let rewards = &mut state.world.rewards;
+    let rewards = &mut state.sandbox.reward;
     if name == PRIMARY {
         rewards.last_primary = Some(value);
     } else {
@@ -62,7 +98,7 @@ fn emit_reward(state: &mut HostState, call: &str, name: &str, value: f64) -> was
         .instant(names::REWARD, reward_attributes(name, value), Status::Ok);
     // Only a primary reward span can stand as the final one (a lone named dimension is not
     // primary to the adapter).
-    state.world.rewards.last_recorded = (recorded && name == PRIMARY).then_some(value);
+    state.sandbox.reward.last_recorded = (recorded && name == PRIMARY).then_some(value);
     Ok(())
 }
 
@@ -74,13 +110,13 @@ pub(crate) fn final_reward(returned: Option<f64>, rewards: &Rewards) -> Option<f
 /// Ends the attempt's rewards: records `final_value` as its last reward span, outside the span
 /// budget, unless the last reward span recorded already holds it and nothing was returned.
 pub(crate) fn record_final_reward(state: &mut HostState, returned: Option<f64>, final_value: f64) {
-    let already_last = returned.is_none() && state.world.rewards.last_recorded == Some(final_value);
+    let already_last = returned.is_none() && state.sandbox.reward.last_recorded == Some(final_value);
     if !already_last {
         state
             .world
             .trace
             .instant_always(names::REWARD, reward_attributes(PRIMARY, final_value), Status::Ok);
-        state.world.rewards.last_recorded = Some(final_value);
+        state.sandbox.reward.last_recorded = Some(final_value);
     }
 }
 
