@@ -12,6 +12,7 @@
 //!   succeeded);
 //! - [`rewards`]: every named reward, in order;
 //! - [`llm_call_usage`]: the tokens one LLM call span reports, without reading its messages;
+//! - [`export`]: the JSON lines of training-data export (triplets, transcripts, spans);
 //! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
 //!   the one definition the host's tracer and the OTLP ingest use too.
 //!
@@ -22,6 +23,7 @@
 pub use agl_store::semconv as conventions;
 
 mod attrs;
+pub mod export;
 mod llm;
 mod model;
 mod reward;

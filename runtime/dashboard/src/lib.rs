@@ -2,7 +2,8 @@
 //! CSS; no framework, no build step, nothing fetched from the network) embedded in the binary.
 //! [`FILES`] is what `agl_server::Site::Embedded` serves at `/`; the page then reads the store's
 //! own HTTP API (`/v1/agl/...` and agl-host's `/v1/agl-host/...`). This crate owns the files
-//! only: serving them is agl-server's.
+//! ([`site`] as agl-server serves them; serving is agl-server's) and [`runs`], the routes that put
+//! every kept run of a folder behind one dashboard.
 //!
 //! The files live in `site/`: `js/app.js` routes `#/view` to one module of `js/views/`;
 //! `api.js` (requests under a base, token), `run-data.js` (rollouts joined with their outcomes,
@@ -40,6 +41,13 @@ site![
     "js/views/runs.js",
     "js/views/workers.js",
 ];
+
+pub mod runs;
+
+/// The dashboard built into the binary, as a server serves it.
+pub fn site() -> agl_server::Site {
+    agl_server::Site::Embedded(FILES)
+}
 
 /// The file at `path` (no leading slash), if embedded.
 pub fn file(path: &str) -> Option<&'static [u8]> {

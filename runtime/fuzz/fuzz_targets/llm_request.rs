@@ -1,24 +1,15 @@
 //! Chat requests an agent sends (`agl-llm`): the input as a JSON `ChatRequest`, checked against
 //! request limits (`validate_request`, the size caps the host applies before anything is sent).
-//! agl-llm's `types.rs` and `limits.rs` are compiled here from their source (both pure serde):
-//! the crate itself would bring its HTTP client (reqwest, rustls, aws-lc) into every fuzz build.
+//! agl-llm is built without its HTTP client (`default-features = false`).
 //!
 //! Invariants: no panic; a request that passes is within every limit, and passes again under
 //! larger limits and a larger budget; a parsed request serialises and parses again.
 
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../llm/src/types.rs"]
-mod types;
-
-#[allow(dead_code)]
-#[path = "../../llm/src/limits.rs"]
-mod limits;
-
+use agl_llm::limits::{RequestLimits, request_bytes, tool_bytes, validate_request};
+use agl_llm::types::ChatRequest;
 use libfuzzer_sys::fuzz_target;
-use limits::{RequestLimits, request_bytes, tool_bytes, validate_request};
-use types::ChatRequest;
 
 const SMALL: RequestLimits = RequestLimits {
     max_request_bytes: 4096,

@@ -215,7 +215,7 @@ pub enum Command {
     /// --min-reward X and --max-reward X keep the attempts whose final reward is in range, bounds
     /// included (an attempt with no reward is then left out).
     ///
-    /// Formats (one JSON object per line; every field is in README.md, "Exporting training data"):
+    /// Formats (one JSON object per line; every field is in the book, docs/src/reference/export-formats.md):
     ///   triplets  one line per LLM call: prompt (chat messages), response, tool calls, the tools
     ///             the call was offered, reward (the attempt's final reward on its last call),
     ///             final_reward, usage, token ids where recorded, and the rollout, attempt, mode,
@@ -254,7 +254,7 @@ pub struct DashboardArgs {
     #[arg(long, value_name = "URL")]
     pub db: Option<String>,
     /// Where run ids are looked up (and, with no RUN, the runs that are served).
-    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub dir: PathBuf,
     /// Address to bind (127.0.0.1: this machine only; another: use --token).
     #[arg(long, default_value = "127.0.0.1")]
@@ -285,7 +285,7 @@ Exit codes:
 #[derive(Debug, Args)]
 pub struct RunsArgs {
     /// The folder of kept runs.
-    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub dir: PathBuf,
     /// Print the run records as JSON (an array, newest first: `file`, and `run` or `error`).
     #[arg(long)]
@@ -311,7 +311,7 @@ pub struct ShowArgs {
     #[arg(long, value_name = "URL")]
     pub db: Option<String>,
     /// Where run ids are looked up.
-    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub dir: PathBuf,
 }
 
@@ -331,7 +331,7 @@ pub struct BestArgs {
     #[arg(long, value_name = "URL")]
     pub db: Option<String>,
     /// Where run ids and names are looked up.
-    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub dir: PathBuf,
     /// This resources version of the run (its id, e.g. rs-1a2b3c4d5e6f) rather than the best.
     #[arg(long, value_name = "VERSION")]
@@ -380,7 +380,7 @@ pub struct ExportArgs {
     #[arg(long, env = "AGL_STORE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Where run ids (--run) are looked up.
-    #[arg(long, value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub dir: PathBuf,
     /// What each line holds.
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -729,11 +729,11 @@ pub struct EvalArgs {
     #[arg(long, value_name = "VERSION", requires = "run")]
     pub version: Option<String>,
     /// With --run: where run ids and names are looked up.
-    #[arg(long = "dir", value_name = "DIR", default_value = crate::kept::RUNS_DIR)]
+    #[arg(long = "dir", value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub runs_dir: PathBuf,
     /// The split's name in the summary, the results and the run record (default: the --data
     /// file's name without its extension).
-    #[arg(long, value_name = "NAME", value_parser = crate::kept::run_name)]
+    #[arg(long, value_name = "NAME", value_parser = agl_runs::record::run_name)]
     pub split: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -763,7 +763,7 @@ pub struct CommonArgs {
     pub output: Option<PathBuf>,
     /// A name for the run (at most 64 printable characters), kept in its record: `agl-host runs`
     /// and the dashboard show it, and `agl-host best` and `eval --run` take it for the run id.
-    #[arg(long, value_name = "NAME", value_parser = crate::kept::run_name)]
+    #[arg(long, value_name = "NAME", value_parser = agl_runs::record::run_name)]
     pub name: Option<String>,
     /// Where the run is kept: sqlite:PATH, postgres://USER@HOST/DB, or memory (kept nowhere).
     /// Default: $AGL_DB if set, else a new SQLite database per run under .agl/runs/ in the
@@ -801,7 +801,9 @@ pub struct CommonArgs {
     pub heartbeat: String,
     /// The unresponsive limit the runners give rollouts that set none (see `agl-host runner
     /// --help`), so that a rollout whose runner dies is retried on another. Default: 30s with
-    /// --strategy client-server; none with shared-memory, whose runners live and die with the store.
+    /// --strategy client-server, and with shared-memory when the run is kept in a file or a
+    /// database (a rollout a dead process left behind is retried on resume); none for a run kept
+    /// in memory (--db memory), whose runners live and die with the store.
     #[arg(long, value_name = "DURATION")]
     pub unresponsive_after: Option<String>,
     #[command(flatten)]

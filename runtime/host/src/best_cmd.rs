@@ -5,7 +5,6 @@
 
 use crate::args::BestArgs;
 use crate::inputs::InputError;
-use crate::kept;
 use crate::output::{one_line, print};
 use crate::results::without_keys;
 use agl_store::NamedResources;
@@ -33,8 +32,8 @@ pub async fn kept_resources(
     dir: &Path,
     version: Option<&str>,
 ) -> anyhow::Result<(NamedResources, String)> {
-    let (url, _) = kept::resolve_named(db, run, dir).await?;
-    let kept::OpenedKept { store, record, place } = kept::open_kept(&url).await?;
+    let (url, _) = agl_runs::find::resolve_named(db, run, dir).await?;
+    let agl_runs::open::OpenedKept { store, record, place } = agl_runs::open::open_kept(&url).await?;
     let Some(record) = record else {
         return Err(InputError(format!(
             "{place} keeps no run record: not a store `agl-host run` kept a run in"

@@ -4,9 +4,8 @@
 //! the port to fall back on, and the URL to print (with the token in its fragment).
 
 use crate::args::DashboardArgs;
-use crate::kept;
 use crate::output::stderr_line;
-use agl_server::{ServerHandle, ServerOptions, Site};
+use agl_server::{ServerHandle, ServerOptions};
 use agl_store::{LightningStore, StoreBackend};
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -16,11 +15,6 @@ use std::sync::Arc;
 /// Where the dashboard is served unless told otherwise (the store's 4747, plus one); when it is
 /// taken, any free port.
 pub const DEFAULT_PORT: u16 = 4748;
-
-/// The dashboard built into the binary.
-pub fn embedded_site() -> Site {
-    Site::Embedded(agl_dashboard::FILES)
-}
 
 /// The address to open: the server's, with `#token=...` when the store needs one (the page takes
 /// it from there, so the token is never sent in a request line or a Referer).
@@ -69,7 +63,7 @@ pub async fn serve_routes(
     routes: axum::Router,
     fallback_to_free_port: bool,
 ) -> anyhow::Result<ServerHandle> {
-    options.site.get_or_insert_with(embedded_site);
+    options.site.get_or_insert_with(agl_dashboard::site);
     let store: Arc<dyn LightningStore> = backend;
     let handle = match agl_server::serve_with(store.clone(), options.clone(), routes.clone()).await {
         Err(agl_server::ServerError::Bind { source, .. })
@@ -112,12 +106,12 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     if args.run.is_none() && args.db.is_none() {
         return crate::dashboard_runs::run(args).await;
     }
-    let (db, _) = kept::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
-    let kept::OpenedKept {
+    let (db, _) = agl_runs::find::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
+    let agl_runs::open::OpenedKept {
         store: backend,
         record,
         place,
-    } = kept::open_kept(&db).await?;
+    } = agl_runs::open::open_kept(&db).await?;
     let mut interrupts = crate::signals::Interrupts::register()?;
     warn_if_open(args.host, args.token.is_some(), "the run");
     let options = args.edge.allow(ServerOptions {

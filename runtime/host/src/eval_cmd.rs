@@ -74,7 +74,7 @@ fn split_of(data: &Path) -> Result<String, InputError> {
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_default();
-    crate::kept::run_name(&stem).map_err(|why| {
+    agl_runs::record::run_name(&stem).map_err(|why| {
         InputError(format!(
             "{}: its name does not make a split name ({why}): give --split NAME",
             data.display()

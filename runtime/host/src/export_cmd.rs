@@ -1,15 +1,15 @@
 //! `agl-host export`: a run's attempts as JSON lines of training data, read from a kept run, a
 //! store URL or a store served over HTTP. This module opens the source, chooses the rollouts and
 //! attempts (statuses, modes, resources, rewards), and writes the lines (to `--out` whole, through
-//! `whole_file`, or to stdout); what a line holds is `export_lines`'.
+//! `whole_file`, or to stdout); what a line holds is `agl_adapter::export`'s.
 
 use crate::args::{ExportArgs, ExportFormat};
-use crate::export_lines::{self, Origin};
 use crate::inputs::InputError;
 use crate::output::{EXIT_STDOUT_CLOSED, Lines, stderr_line, terminal_safe};
-use crate::show_cmd::{self, PAGE};
+use crate::remote;
 use crate::whole_file::WholeFile;
-use crate::{kept, remote};
+use agl_adapter::export::{self, Origin};
+use agl_runs::read::PAGE;
 use agl_store::{Attempt, AttemptQuery, LightningStore, RolloutQuery, RolloutStatus, RolloutView, SortOrder};
 use anyhow::Context;
 use std::io::{self, Write};
@@ -123,7 +123,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         let attempts = chosen_attempts(store, view, args.all_attempts).await?;
         let mut exported = false;
         for attempt in &attempts {
-            let spans = show_cmd::spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?;
+            let spans = agl_runs::read::spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?;
             if !rewards.admits(agl_adapter::final_reward(&spans)) {
                 counts.outside_reward += 1;
                 continue;
@@ -132,9 +132,9 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             let origin = Origin::new(source.run_id.as_deref(), &view.rollout, attempt);
             lines.clear();
             let written = match args.format {
-                ExportFormat::Triplets => export_lines::triplets(&origin, &spans, &mut lines),
-                ExportFormat::Messages => export_lines::transcript(&origin, &spans, &mut lines),
-                ExportFormat::Spans => export_lines::spans(&spans, &mut lines),
+                ExportFormat::Triplets => export::triplets(&origin, &spans, &mut lines),
+                ExportFormat::Messages => export::transcript(&origin, &spans, &mut lines),
+                ExportFormat::Spans => export::spans(&spans, &mut lines),
             }
             .with_context(|| format!("writing attempt {} as JSON", attempt.attempt_id))?;
             counts.attempts += 1;
@@ -200,8 +200,8 @@ async fn open(args: &ExportArgs) -> anyhow::Result<Source> {
             place: url.clone(),
         });
     }
-    let (url, _) = kept::resolve(source.db.as_deref(), source.run.as_deref(), &args.dir)?;
-    let kept::OpenedKept { store, record, place } = kept::open_kept(&url).await?;
+    let (url, _) = agl_runs::find::resolve(source.db.as_deref(), source.run.as_deref(), &args.dir)?;
+    let agl_runs::open::OpenedKept { store, record, place } = agl_runs::open::open_kept(&url).await?;
     Ok(Source {
         store,
         run_id: record.map(|record| record.run_id),
@@ -252,7 +252,7 @@ async fn chosen_rollouts(store: &dyn LightningStore, args: &ExportArgs) -> anyho
         }
     }
     views.retain(|view| {
-        !show_cmd::is_algorithm_rollout(&view.rollout)
+        !agl_runs::read::is_algorithm_rollout(&view.rollout)
             && (args.mode.is_empty() || view.rollout.mode.is_some_and(|mode| args.mode.contains(&mode)))
             && ran_with(&view.rollout, &args.resources)
     });

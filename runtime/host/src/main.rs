@@ -12,10 +12,8 @@ mod dashboard_cmd;
 mod dashboard_runs;
 mod eval_cmd;
 mod export_cmd;
-mod export_lines;
 mod fleet;
 mod inputs;
-mod kept;
 mod llm;
 mod otlp_export;
 mod output;
@@ -31,7 +29,6 @@ mod runner_cmd;
 mod runs_cmd;
 mod show_cmd;
 mod signals;
-mod span_tree;
 mod store_cmd;
 mod table;
 mod whole_file;
@@ -86,6 +83,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The exit code of a command that failed with `error`: 2 for bad input (the user's to fix: an
+/// argument, a file, a store that cannot be opened), 1 otherwise.
+fn exit_code(error: &anyhow::Error) -> ExitCode {
+    let bad_input = error.downcast_ref::<InputError>().is_some()
+        || error.downcast_ref::<agl_store_db::DbError>().is_some()
+        || error
+            .downcast_ref::<agl_runs::RunsError>()
+            .is_some_and(agl_runs::RunsError::is_input);
+    if bad_input {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn main() -> ExitCode {
     process_memory::configure();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -94,13 +106,7 @@ fn main() -> ExitCode {
         Ok(None) => Cli::try_parse_keeping_flags(argv).unwrap_or_else(|e| e.exit()),
         Err(error) => {
             stderr_line(&format!("agl-host: {error:#}"));
-            return if error.downcast_ref::<InputError>().is_some()
-                || error.downcast_ref::<agl_store_db::DbError>().is_some()
-            {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            };
+            return exit_code(&error);
         }
     };
     init_logging(cli.verbose);
@@ -129,11 +135,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             stderr_line(&format!("agl-host: {error:#}"));
-            if error.downcast_ref::<InputError>().is_some() || error.downcast_ref::<agl_store_db::DbError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
+            exit_code(&error)
         }
     }
 }

@@ -7,8 +7,9 @@
 //! handed the rollouts and resources it made before, and goes on from where it stopped.
 
 use crate::inputs::InputError;
-use crate::kept::{KeptRun, RUNS_DIR};
 use agl_runner::{ReplayStore, abandon_running_attempts};
+use agl_runs::RUNS_DIR;
+use agl_runs::record::KeptRun;
 use agl_store::{LightningStore, RolloutQuery, RolloutStatus, StoreOptions};
 use agl_store_db::DbUrl;
 use anyhow::Context;

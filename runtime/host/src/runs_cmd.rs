@@ -1,31 +1,14 @@
 //! `agl-host runs [--dir DIR] [--json]`: the runs kept under `.agl/runs/` (or DIR), newest first,
 //! one line each from its run record; a file that cannot be read is one line saying why, never
-//! an error. Looking into one run is `show_cmd`.
+//! an error (the list is `agl_runs::list`'s). Looking into one run is `show_cmd`.
 
 use crate::args::RunsArgs;
 use crate::inputs::InputError;
-use crate::kept;
 use crate::output::print;
 use crate::table::{self, Align, Table};
-use agl_store::RunRecord;
-use agl_store_db::{DbError, DbUrl};
-use serde::Serialize;
+use agl_runs::list::{Listed, list, short_agent, status_label};
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::UNIX_EPOCH;
-
-/// One file of the folder: its run record, or why it could not be read.
-#[derive(Serialize)]
-pub struct Listed {
-    pub file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunRecord>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// When it started: newest first (files that cannot be read last, newest first).
-    #[serde(skip)]
-    when: f64,
-}
 
 pub async fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let listed = list(&args.dir)
@@ -43,81 +26,6 @@ pub async fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
         print(&render(&listed, table::terminal_width()));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Every `.db` file of `dir` with its run record (or why it has none), newest first, files that
-/// cannot be read last (`agl-host runs`, and the dashboard's list of runs).
-pub async fn list(dir: &Path) -> std::io::Result<Vec<Listed>> {
-    let files = kept::run_files(dir)?;
-    let mut listed = Vec::with_capacity(files.len());
-    for path in &files {
-        listed.push(match read_record(path).await {
-            Ok(run) => Listed {
-                file: path.display().to_string(),
-                when: run.started_at,
-                run: Some(run),
-                error: None,
-            },
-            Err(reason) => Listed {
-                file: path.display().to_string(),
-                when: modified(path),
-                run: None,
-                error: Some(reason),
-            },
-        });
-    }
-    listed.sort_by(|a, b| {
-        (a.run.is_none().cmp(&b.run.is_none()))
-            .then(b.when.total_cmp(&a.when))
-            .then_with(|| b.file.cmp(&a.file))
-    });
-    Ok(listed)
-}
-
-/// The run record of the database `path`, or why there is none.
-async fn read_record(path: &Path) -> Result<RunRecord, String> {
-    if std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) == 0 {
-        return Err("an empty file, not a database".to_owned());
-    }
-    let store = kept::open_to_read(&DbUrl::Sqlite(path.to_owned())).map_err(|error| match error {
-        DbError::Open { reason, .. } => reason,
-        DbError::NoStore { .. } => "no agl-host store in it".to_owned(),
-        other => other.to_string(),
-    })?;
-    match store.run_record().await {
-        Ok(Some(record)) => Ok(record),
-        Ok(None) => Err("no run record: a store that `agl-host run` did not keep".to_owned()),
-        Err(error) => Err(format!("cannot read its run record: {error}")),
-    }
-}
-
-/// When `path` last changed, in seconds since the epoch (0 when unknown).
-fn modified(path: &Path) -> f64 {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// A run's status, honest about a run with no end recorded.
-pub fn status_label(run: &RunRecord) -> &str {
-    if run.finished_at.is_none() && run.status == "running" {
-        "running?"
-    } else {
-        &run.status
-    }
-}
-
-/// The agent as a short name: its file name without `.wasm` and the build hash the cache adds
-/// (`math_agent-058a92d78b82d5ff.wasm` -> `math_agent`).
-pub fn short_agent(agent: &str) -> &str {
-    let name = agent.rsplit(['/', '\\']).next().unwrap_or(agent);
-    let name = name.strip_suffix(".wasm").unwrap_or(name);
-    match name.rsplit_once('-') {
-        Some((stem, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => stem,
-        _ => name,
-    }
 }
 
 /// `2026-11-24 21:06:20 UTC` as `Nov 24 21:06`: the run id beside it has the year and seconds.
@@ -213,18 +121,12 @@ fn render(listed: &[Listed], width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agl_store::RunRecord;
 
     #[test]
     fn a_start_reads_as_month_day_and_minute() {
         assert_eq!(short_date("2026-11-24 21:06:20 UTC"), "Nov 24 21:06");
         assert_eq!(short_date("-"), "-");
-    }
-
-    #[test]
-    fn an_agent_is_named_without_its_build_hash() {
-        assert_eq!(short_agent("math_agent-058a92d78b82d5ff.wasm"), "math_agent");
-        assert_eq!(short_agent("/srv/agents/my-agent.wasm"), "my-agent");
-        assert_eq!(short_agent("examples/calc-agent-py"), "calc-agent-py");
     }
 
     #[test]

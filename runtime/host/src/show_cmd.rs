@@ -1,18 +1,18 @@
 //! `agl-host show RUN [ROLLOUT]`: one kept run read back from its store — the run and its
 //! rollouts, or one rollout's attempts and the span tree of an attempt (LLM calls, rewards,
 //! logs, operations: `span_tree`). Reading only: the store is opened without a watchdog
-//! (`kept::open_to_read`); listing runs is `runs_cmd`.
+//! (`agl_runs::open::open_to_read`); listing runs is `runs_cmd`.
 
 use crate::args::ShowArgs;
 use crate::inputs::InputError;
-use crate::kept;
 use crate::output::print;
-use crate::runs_cmd::status_label;
-use crate::span_tree;
 use crate::table::{self, Align, Table, clip_line, one_line};
+use agl_runs::list::status_label;
+use agl_runs::open::{OpenedKept, open_kept};
+use agl_runs::read::{PAGE, is_algorithm_rollout, spans_of};
+use agl_runs::span_tree;
 use agl_store::{
-    Attempt, AttemptQuery, AttemptStatus, LightningStore, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span,
-    SpanQuery, StoreBackend, semconv as c,
+    Attempt, AttemptQuery, AttemptStatus, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span, StoreBackend,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -20,9 +20,6 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// Rows fetched per query page.
-pub(crate) const PAGE: i64 = 10_000;
 
 /// The store opened, and how to name the run to the user.
 struct Opened {
@@ -51,8 +48,8 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
 
 /// Opens the store RUN or --db names; returns it and the rollout asked for, if any.
 async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
-    let (url, name) = kept::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
-    let kept::OpenedKept { store, record, place } = kept::open_kept(&url).await?;
+    let (url, name) = agl_runs::find::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
+    let OpenedKept { store, record, place } = open_kept(&url).await?;
     let mut rollout = args.rollout.clone();
     let name = match name {
         Some(name) => name,
@@ -104,16 +101,6 @@ struct RunJson<'a> {
     rollouts: &'a [RolloutRow],
 }
 
-/// Whether `rollout` holds an algorithm's own trace (its LLM calls) rather than a task.
-pub(crate) fn is_algorithm_rollout(rollout: &Rollout) -> bool {
-    rollout
-        .metadata
-        .as_ref()
-        .and_then(|metadata| metadata.get(c::ROLLOUT_KIND))
-        .and_then(Value::as_str)
-        == Some(c::ALGORITHM_ROLLOUT)
-}
-
 async fn rollout_rows(store: &dyn StoreBackend) -> anyhow::Result<Vec<RolloutRow>> {
     let mut rows = Vec::new();
     let mut offset = 0;
@@ -139,30 +126,6 @@ async fn rollout_rows(store: &dyn StoreBackend) -> anyhow::Result<Vec<RolloutRow
         offset += fetched as i64;
         if fetched == 0 || offset as u64 >= page.total {
             return Ok(rows);
-        }
-    }
-}
-
-/// The spans of `rollout`'s attempt `attempt_id`, or of every attempt, in sequence order.
-pub(crate) async fn spans_of(
-    store: &dyn LightningStore,
-    rollout: &Rollout,
-    attempt_id: Option<&str>,
-) -> anyhow::Result<Vec<Arc<Span>>> {
-    let mut query = SpanQuery::for_rollout(rollout.rollout_id.clone());
-    if let Some(id) = attempt_id {
-        query = query.attempt(id);
-    }
-    let mut spans = Vec::new();
-    loop {
-        let page = store
-            .query_spans(&query.clone().limit(PAGE).offset(spans.len() as i64))
-            .await
-            .with_context(|| format!("reading the spans of rollout {}", rollout.rollout_id))?;
-        let fetched = page.items.len();
-        spans.extend(page.items);
-        if fetched == 0 || spans.len() as u64 >= page.total {
-            return Ok(spans);
         }
     }
 }

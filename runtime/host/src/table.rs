@@ -32,6 +32,7 @@ pub fn clip_line(line: &str, width: usize) -> String {
 /// `text` on one line, safe to print: line breaks shown as `⏎`, tabs as spaces, other control
 /// characters escaped (`output::terminal_safe`).
 pub use crate::output::one_line;
+pub use agl_runs::text::duration;
 
 /// Seconds since the Unix epoch as `2026-11-24 21:06:20 UTC`.
 pub fn utc(seconds: f64) -> String {
@@ -42,27 +43,6 @@ pub fn utc(seconds: f64) -> String {
     // "2026-11-24T21:06:20Z"
     let stamp = humantime::format_rfc3339_seconds(at).to_string();
     format!("{} UTC", stamp.trim_end_matches('Z').replacen('T', " ", 1))
-}
-
-/// A duration for people: `0.004 s`, `1.07 s`, `42.5 s`, `3m 05s`, `2h 03m`.
-pub fn duration(seconds: f64) -> String {
-    if !seconds.is_finite() || seconds < 0.0 {
-        return "-".to_owned();
-    }
-    if seconds < 0.1 {
-        return format!("{seconds:.3} s");
-    }
-    if seconds < 10.0 {
-        return format!("{seconds:.2} s");
-    }
-    if seconds < 60.0 {
-        return format!("{seconds:.1} s");
-    }
-    let whole = seconds.round() as u64;
-    if whole < 3600 {
-        return format!("{}m {:02}s", whole / 60, whole % 60);
-    }
-    format!("{}h {:02}m", whole / 3600, (whole % 3600) / 60)
 }
 
 /// A reward or score with four decimals, `-` when there is none.

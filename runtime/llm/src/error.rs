@@ -42,7 +42,7 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 
 /// `text` with the user info (`user:key@`) of every URL in it replaced by `***` (an HTTP
 /// client's error names the URL it was sending to, key and all).
-pub fn without_user_info(text: &str) -> String {
+pub(crate) fn without_user_info(text: &str) -> String {
     let mut shown = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {

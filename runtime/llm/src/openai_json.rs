@@ -1,12 +1,12 @@
 //! The OpenAI chat-completions JSON for code that relays it rather than calls it (the LLM proxy):
 //! a request body read into a [`ChatRequest`], a response body into a [`ChatResponse`], a
-//! [`ChatResponse`] written as a body or as stream chunks, an error body's message, and the retry
-//! policy's waits.
+//! [`ChatResponse`] written as a body or as stream chunks, an error body written and its message
+//! read, and the retry policy's waits.
 //! Reading is as lenient as the HTTP client's and server's own ([`crate::wire`]).
 
 use serde_json::{Value, json};
 
-use crate::wire::{WireRequest, WireResponse};
+use crate::wire::{WireError, WireErrorBody, WireRequest, WireResponse};
 use crate::{ChatRequest, ChatResponse, ToolCall, Usage};
 
 pub use crate::error::error_chain;
@@ -29,6 +29,18 @@ pub fn chat_response(body: &Value, requested_model: &str) -> Result<ChatResponse
 pub fn response_body(response: &ChatResponse, id: String, created: u64) -> Value {
     // Plain data: serialising it cannot fail.
     serde_json::to_value(WireResponse::from_chat(response, id, created)).unwrap_or(Value::Null)
+}
+
+/// An OpenAI-shaped error body: `{"error": {"message": ..., "type": kind}}`.
+pub fn error_body(kind: &str, message: String) -> Value {
+    let body = WireErrorBody {
+        error: WireError {
+            message,
+            kind: kind.to_owned(),
+        },
+    };
+    // Plain data: serialising it cannot fail.
+    serde_json::to_value(body).unwrap_or(Value::Null)
 }
 
 /// One `chat.completion.chunk` of a stream: a single choice with `delta` and `finish_reason`.
@@ -74,5 +86,9 @@ mod tests {
         let body = response_body(&response, "c2".into(), 7);
         assert_eq!(body["choices"][0]["message"]["content"], "yo");
         assert_eq!(body["usage"]["total_tokens"], 4);
+        assert_eq!(
+            error_body("server_error", "busy".into()),
+            json!({"error": {"message": "busy", "type": "server_error"}})
+        );
     }
 }

@@ -9,6 +9,7 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// 408 (request timeout), 429 (rate limited) and every 5xx are worth retrying.
+#[cfg_attr(not(feature = "http-client"), allow(dead_code, reason = "the HTTP client's"))]
 pub(crate) fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..600).contains(&status)
 }

@@ -207,6 +207,7 @@ pub fn error_message(body: &[u8]) -> Option<String> {
 
 impl WireRequest {
     /// The body the client sends for `request`, naming `model`.
+    #[cfg_attr(not(feature = "http-client"), allow(dead_code, reason = "the HTTP client's"))]
     pub fn from_chat(request: &ChatRequest, model: &str) -> Self {
         WireRequest {
             model: Some(model.to_owned()),

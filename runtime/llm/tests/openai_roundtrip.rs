@@ -1,14 +1,21 @@
 //! The OpenAI-compatible client against the real `server` module on 127.0.0.1 (fronting a
 //! scripted backend): round trips, retries, timeouts, refused connections and error mapping.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agl_llm::{
-    ChatRequest, ChatResponse, Fault, Faults, LlmBackend, LlmError, Message, OpenAiBackend, OpenAiConfig,
-    ScriptedBackend, ServerHandle, TokenDetail, Tool, ToolCall, Usage, serve, serve_with_faults,
+    ChatRequest, ChatResponse, LlmBackend, LlmError, Message, OpenAiBackend, OpenAiConfig, ScriptedBackend,
+    TokenDetail, Tool, ToolCall, Usage,
 };
+use agl_testkit::llm_server::{Fault, Faults, ServerHandle, serve, serve_with_faults};
 use serde_json::{Value, json};
 
 const RULES: &str = r#"{

@@ -23,9 +23,9 @@ mod trainer;
 
 pub use hooks::{Hook, HookContext};
 pub use llm_capability::{IssuedCapability, ProxyCapabilities};
-pub use replay::{ABANDONED_REASON, ReplayCounts, ReplayStore, abandon_running_attempts};
+pub use replay::{ReplayCounts, ReplayStore, abandon_running_attempts};
 pub use report::{FailedRollout, FailureReason, RunReport, SandboxRefusal, SplitReport};
-pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions, liveness_default};
+pub use runner::{Runner, RunnerCounters, RunnerError, RunnerOptions};
 pub use shutdown::Shutdown;
 pub use strategy::{
     Drained, ExecutionStrategy, Fleet, InProcessRunners, RunnerLauncher, RunnerProcess, RunnerProcesses, StrategyError,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Why an attempt was ended on resume (in its metadata).
-pub const ABANDONED_REASON: &str = "abandoned: the run was stopped while this attempt ran; ended on resume";
+pub(crate) const ABANDONED_REASON: &str = "abandoned: the run was stopped while this attempt ran; ended on resume";
 
 /// Ends, as `unresponsive`, the latest attempt of every rollout left preparing or running; returns
 /// how many. Their rollouts are requeued or failed by their retry config.

@@ -56,7 +56,7 @@ impl Default for RunnerOptions {
 /// algorithm decided; left alone). An attempt that goes unresponsive lost its runner, which is no
 /// fault of the rollout's: `unresponsive` joins the retry conditions, and a rollout that had no
 /// retries at all gets one more attempt for it (its failures still are not retried).
-pub fn liveness_default(config: &RolloutConfig, limit: Duration) -> Option<RolloutConfig> {
+pub(crate) fn liveness_default(config: &RolloutConfig, limit: Duration) -> Option<RolloutConfig> {
     if config.unresponsive_seconds.is_some() {
         return None;
     }

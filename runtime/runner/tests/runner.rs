@@ -1,6 +1,12 @@
 //! Runner and trainer against real components (the probe agent, the baseline plugin) and the
 //! in-memory store: hook order, step(), heartbeats, a dead runner's attempt taken back and run
 //! again, a whole fit.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, ScriptedBackend};
 use agl_runner::{

@@ -126,64 +126,78 @@ pub fn format<K: AsRef<str>, V: AsRef<str>>(template: &str, vars: &[(K, V)]) -> 
 
 #[cfg(test)]
 mod tests {
+    //! The shared test vectors (tests/vectors/fstring.json, read by the SDKs' tests too).
+
     use super::*;
+    use serde_json::Value;
 
-    #[test]
-    fn placeholders_are_filled_repeated_and_extra_values_ignored() {
-        let text = format(
-            "Problem: {question}\nLabels: {labels}. Again: {question}",
-            &[("labels", "a, b"), ("question", "1+1?"), ("unused", "?")],
-        );
-        assert_eq!(text.unwrap(), "Problem: 1+1?\nLabels: a, b. Again: 1+1?");
+    fn vectors() -> Value {
+        serde_json::from_str(include_str!("../../../tests/vectors/fstring.json")).expect("the vectors are JSON")
+    }
+
+    fn text(value: &Value) -> String {
+        match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    fn strings(value: &Value) -> Vec<String> {
+        value.as_array().expect("a list").iter().map(text).collect()
+    }
+
+    /// The error a vector's `error` describes.
+    fn expected_error(error: &Value) -> TemplateError {
+        match error["kind"].as_str().expect("an error kind") {
+            "unclosed" => TemplateError::Unclosed,
+            "single_close" => TemplateError::SingleClose,
+            "bad_placeholder" => TemplateError::BadPlaceholder(text(&error["inside"])),
+            "missing" => TemplateError::Missing {
+                name: text(&error["name"]),
+                given: strings(&error["given"]),
+            },
+            other => panic!("unknown error kind {other}"),
+        }
     }
 
     #[test]
-    fn doubled_braces_are_literal_and_values_are_not_rescanned() {
-        assert_eq!(format("{{\"json\": {v}}}", &[("v", "1")]).unwrap(), "{\"json\": 1}");
-        assert_eq!(format("{a}", &[("a", "{b}")]).unwrap(), "{b}");
-        assert_eq!(format("é {n} ü", &[("n", "ß")]).unwrap(), "é ß ü");
-    }
-
-    #[test]
-    fn a_missing_value_is_named_with_what_was_given() {
-        let err = format("Q: {question}", &[("text", "x")]).unwrap_err();
-        assert_eq!(
-            err,
-            TemplateError::Missing {
-                name: "question".into(),
-                given: vec!["text".into()]
+    fn templates_format_as_the_vectors_say() {
+        let vectors = vectors();
+        let cases = vectors["format"].as_array().expect("format cases");
+        assert!(cases.len() >= 15);
+        for case in cases {
+            let template = case["template"].as_str().expect("a template");
+            let values: Vec<(String, String)> = case["values"]
+                .as_array()
+                .expect("values")
+                .iter()
+                .map(|pair| (text(&pair[0]), text(&pair[1])))
+                .collect();
+            let formatted = format(template, &values);
+            match case.get("expected") {
+                Some(expected) => assert_eq!(formatted.as_deref(), Ok(text(expected).as_str()), "{template:?}"),
+                None => {
+                    let error = formatted.expect_err(template);
+                    assert_eq!(error, expected_error(&case["error"]), "{template:?}");
+                    assert_eq!(error.to_string(), text(&case["error"]["message"]), "{template:?}");
+                }
             }
-        );
-        assert_eq!(err.to_string(), "no value for placeholder `{question}` (given: text)");
-        let none: [(&str, &str); 0] = [];
-        assert!(
-            format("{q}", &none)
-                .unwrap_err()
-                .to_string()
-                .ends_with("(given: nothing)")
-        );
+        }
     }
 
     #[test]
-    fn malformed_templates_are_refused() {
-        let none: [(&str, &str); 0] = [];
-        assert_eq!(format("open {question", &none), Err(TemplateError::Unclosed));
-        assert_eq!(format("close } here", &none), Err(TemplateError::SingleClose));
-        assert_eq!(
-            format("{a b}", &[("a b", "x")]),
-            Err(TemplateError::BadPlaceholder("a b".into()))
-        );
-        assert_eq!(format("{}", &none), Err(TemplateError::BadPlaceholder(String::new())));
-        assert_eq!(
-            format("{n:>4}", &[("n", "1")]),
-            Err(TemplateError::BadPlaceholder("n:>4".into()))
-        );
-    }
-
-    #[test]
-    fn placeholders_are_listed_once_in_order() {
-        assert_eq!(placeholders("{b} {{literal}} {a} {b}").unwrap(), ["b", "a"]);
-        assert_eq!(placeholders("no fields").unwrap(), Vec::<String>::new());
-        assert!(placeholders("{x").is_err());
+    fn placeholders_are_listed_as_the_vectors_say() {
+        let vectors = vectors();
+        for case in vectors["placeholders"].as_array().expect("placeholders cases") {
+            let template = case["template"].as_str().expect("a template");
+            match case.get("expected") {
+                Some(expected) => assert_eq!(placeholders(template), Ok(strings(expected)), "{template:?}"),
+                None => assert_eq!(
+                    placeholders(template),
+                    Err(expected_error(&case["error"])),
+                    "{template:?}"
+                ),
+            }
+        }
     }
 }

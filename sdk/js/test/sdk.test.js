@@ -3,6 +3,7 @@
 // errors, prompts, rewards, logs and operation spans.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import * as agl from 'agl';
@@ -229,11 +230,23 @@ test('prompts: resources are formatted by the host, inline fallbacks here, error
   assert.equal(outcome.error, undefined);
 });
 
-test('the f-string formatter follows the host: doubled braces, repeats, unicode names', () => {
-  assert.equal(agl.formatTemplate('{{x}} {a}{a} {été}', { a: 1, été: 'é' }), '{x} 11 é');
-  assert.throws(() => agl.formatTemplate('open {q', {}), /a `\{` that is never closed/);
-  assert.throws(() => agl.formatTemplate('close } here', {}), /a single `\}`/);
-  assert.throws(() => agl.formatTemplate('{}', {}), /the placeholder `\{\}`/);
+// The f-string rules every formatter follows, shared with agl-template's and the Python SDK's tests.
+const FSTRING_VECTORS = JSON.parse(readFileSync(new URL('../../../tests/vectors/fstring.json', import.meta.url), 'utf8'));
+
+test('the f-string formatter follows the host: the shared vectors', () => {
+  assert.ok(FSTRING_VECTORS.format.length >= 15);
+  for (const { template, values, expected, error } of FSTRING_VECTORS.format) {
+    const vars = Object.fromEntries(values);
+    if (error === undefined) {
+      assert.equal(agl.formatTemplate(template, vars), expected, template);
+    } else {
+      assert.throws(
+        () => agl.formatTemplate(template, vars),
+        (thrown) => thrown instanceof agl.PromptError && thrown.message === error.message,
+        template,
+      );
+    }
+  }
 });
 
 test('operations wrap sync and async bodies and record failures', async () => {

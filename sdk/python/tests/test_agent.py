@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import pathlib
 import sys
 import types
 import unittest
@@ -316,26 +317,36 @@ class LlmTests(unittest.TestCase):
         self.assertEqual(host.logged(Level.WARN), ["LLM budget of this attempt exceeded: tokens"])
 
 
-class TemplateTests(unittest.TestCase):
-    def test_the_host_rules(self) -> None:
-        self.assertEqual(format_template("P: {q}\nL: {l}. {q}", {"q": "1+1?", "l": "a", "x": "?"}), "P: 1+1?\nL: a. 1+1?")
-        self.assertEqual(format_template('{{"json": {v}}}', {"v": 1}), '{"json": 1}')
-        self.assertEqual(format_template("{a}", {"a": "{b}"}), "{b}")
-        self.assertEqual(format_template("é {n} ü", {"n": "ß"}), "é ß ü")
-        self.assertEqual(placeholders("{b} {{literal}} {a} {b}"), ["b", "a"])
+# The f-string rules every formatter follows, shared with agl-template's and the JavaScript SDK's tests.
+FSTRING_VECTORS = pathlib.Path(__file__).resolve().parents[3] / "tests" / "vectors" / "fstring.json"
 
-    def test_malformed_templates(self) -> None:
-        for template, message in [
-            ("open {question", "a `{` that is never closed"),
-            ("close } here", "a single `}`"),
-            ("{a b}", "the placeholder `{a b}`, which is not a plain name"),
-            ("{}", "the placeholder `{}`"),
-            ("{n:>4}", "the placeholder `{n:>4}`"),
-            ("{q}", "no value for placeholder `{q}` (given: nothing)"),
-        ]:
-            with self.assertRaises(agl.PromptError) as caught:
-                format_template(template, {"a b": "x", "n": 1} if "q" not in template else {})
-            self.assertIn(message, str(caught.exception), template)
+
+class TemplateTests(unittest.TestCase):
+    def setUp(self) -> None:
+        self.vectors = json.loads(FSTRING_VECTORS.read_text(encoding="utf-8"))
+
+    def test_the_host_rules(self) -> None:
+        cases = self.vectors["format"]
+        self.assertGreaterEqual(len(cases), 15)
+        for case in cases:
+            template, values = case["template"], dict(case["values"])
+            with self.subTest(template=template):
+                if "expected" in case:
+                    self.assertEqual(format_template(template, values), case["expected"])
+                else:
+                    with self.assertRaises(agl.PromptError) as caught:
+                        format_template(template, values)
+                    self.assertEqual(str(caught.exception), case["error"]["message"])
+
+    def test_placeholders(self) -> None:
+        for case in self.vectors["placeholders"]:
+            with self.subTest(template=case["template"]):
+                if "expected" in case:
+                    self.assertEqual(placeholders(case["template"]), case["expected"])
+                else:
+                    with self.assertRaises(agl.PromptError) as caught:
+                        placeholders(case["template"])
+                    self.assertEqual(str(caught.exception), case["error"]["message"])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 // One attempt's spans as a tree laid out on a timeline, as `agl-host show RUN ROLLOUT` builds it
-// (runtime/host/src/span_tree.rs): each span under its parent (a span whose parent is not among
+// (runtime/runs/src/span_tree.rs): each span under its parent (a span whose parent is not among
 // them is a root), siblings by start time then sequence id, each span once even if parent ids
 // loop; and what each span says in a few words. Pure functions: no DOM, no fetching.
 

@@ -1,11 +1,11 @@
-//! The lines `agl-host export` writes, one JSON object each, from one attempt's spans: a triplet
-//! per LLM call, a chat transcript per attempt, or the spans as they are. Messages and the tools
+//! Training-data export: the lines `agl-host export` writes, one JSON object each, from one
+//! attempt's spans: a triplet per LLM call, a chat transcript per attempt, or the spans as they are. Messages and the tools
 //! the calls were offered take OpenAI's chat shape, what fine-tuning pipelines read. Reading
-//! spans is the adapter's (`triplets`, `transcript`, `final_reward`) but for the offered tools,
-//! read here from the call's span (`offered_tools`); choosing attempts and writing the lines is
-//! `export_cmd`'s.
+//! spans is the rest of the adapter's (`triplets`, `transcript`, `final_reward`) but for the
+//! offered tools, read here from the call's span (`offered_tools`); choosing attempts and writing
+//! the lines is the binary's (`agl-host export`).
 
-use agl_adapter::{Message, ToolCall, Triplet, Usage};
+use crate::{Message, ToolCall, Triplet, Usage};
 use agl_store::semconv::GEN_AI_REQUEST_TOOLS;
 use agl_store::{Attempt, AttemptStatus, Mode, Rollout, Span};
 use serde::Serialize;
@@ -117,7 +117,7 @@ pub struct Written {
 /// Read from `gen_ai.request.tools` (agl-host's: a JSON array of `{name, description,
 /// parameters}`; OpenAI-shaped entries are taken as they are), else OpenLLMetry's
 /// `llm.request.functions.{i}.*`.
-pub fn offered_tools(span: &Span) -> Option<Vec<Value>> {
+fn offered_tools(span: &Span) -> Option<Vec<Value>> {
     let listed = match span.attributes.get(GEN_AI_REQUEST_TOOLS) {
         None | Some(Value::Null) => return functions_family(span),
         Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok()?,
@@ -256,8 +256,8 @@ fn push_line(out: &mut String, line: &impl Serialize) -> serde_json::Result<()> 
 
 /// Appends one line per LLM call of the attempt to `out`.
 pub fn triplets(origin: &Origin<'_>, spans: &[Arc<Span>], out: &mut String) -> serde_json::Result<Written> {
-    let calls: Vec<Triplet> = agl_adapter::triplets(spans);
-    let final_reward = agl_adapter::final_reward(spans);
+    let calls: Vec<Triplet> = crate::triplets(spans);
+    let final_reward = crate::final_reward(spans);
     let mut written = Written::default();
     for (index, call) in calls.iter().enumerate() {
         let mut tools = Vec::new();
@@ -288,12 +288,12 @@ pub fn triplets(origin: &Origin<'_>, spans: &[Arc<Span>], out: &mut String) -> s
 
 /// Appends the attempt's transcript line to `out`, unless it made no LLM call (0 lines or 1).
 pub fn transcript(origin: &Origin<'_>, spans: &[Arc<Span>], out: &mut String) -> serde_json::Result<Written> {
-    let calls = agl_adapter::triplets(spans);
+    let calls = crate::triplets(spans);
     let mut written = Written::default();
     if calls.is_empty() {
         return Ok(written);
     }
-    let messages = agl_adapter::transcript(&calls);
+    let messages = crate::transcript(&calls);
     let mut tools = Vec::new();
     for call in &calls {
         if !add_offered(spans, &call.span_id, &mut tools) {
@@ -304,8 +304,8 @@ pub fn transcript(origin: &Origin<'_>, spans: &[Arc<Span>], out: &mut String) ->
         origin,
         messages: chat_messages(&messages),
         tools,
-        reward: agl_adapter::final_reward(spans),
-        rewards: agl_adapter::rewards(spans)
+        reward: crate::final_reward(spans),
+        rewards: crate::rewards(spans)
             .into_iter()
             .map(|(name, value)| NamedReward { name, value })
             .collect(),

@@ -1,7 +1,8 @@
-//! An OpenAI-compatible HTTP front (axum on tokio) for any [`LlmBackend`]:
-//! `POST /v1/chat/completions` (streamed as server-sent events when asked) and `GET /v1/models`,
-//! with [`Faults`] to script failing statuses and delays, so that clients' retries and timeouts
-//! can be tested for real over loopback.
+//! A mock OpenAI endpoint for tests and benches: an OpenAI-compatible HTTP front (axum on tokio)
+//! for any [`LlmBackend`] (a `ScriptedBackend`, mostly): `POST /v1/chat/completions` (streamed as
+//! server-sent events when asked) and `GET /v1/models`, with [`Faults`] to script failing
+//! statuses and delays, so that clients' retries and timeouts can be tested for real over
+//! loopback. The JSON is agl-llm's own (`agl_llm::openai_json`).
 
 mod faults;
 mod sse;
@@ -23,8 +24,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::wire::{WireError, WireErrorBody, WireRequest, WireResponse};
-use crate::{ChatRequest, LlmBackend, LlmError};
+use agl_llm::{ChatRequest, LlmBackend, LlmError, openai_json};
 pub use faults::{Fault, Faults};
 
 /// Request bodies up to this size are accepted (long prompts).
@@ -162,13 +162,7 @@ pub async fn serve_with_faults(
 
 /// An OpenAI-shaped error answer.
 fn error_response(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
-    let body = WireErrorBody {
-        error: WireError {
-            message: message.into(),
-            kind: kind.to_owned(),
-        },
-    };
-    (status, axum::Json(body)).into_response()
+    (status, axum::Json(openai_json::error_body(kind, message.into()))).into_response()
 }
 
 fn llm_error_response(error: LlmError) -> Response {
@@ -236,8 +230,8 @@ async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap
         return fault_response(fault);
     }
 
-    let wire: WireRequest = match serde_json::from_slice(&body) {
-        Ok(wire) => wire,
+    let json: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(json) => json,
         Err(e) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
@@ -246,7 +240,7 @@ async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap
             );
         }
     };
-    let request = match wire.into_chat() {
+    let request = match openai_json::chat_request(&json) {
         Ok(request) => request,
         Err(message) => return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", message),
     };
@@ -260,7 +254,7 @@ async fn chat_completions(State(state): State<Arc<AppState>>, headers: HeaderMap
                 let body = sse::body(events, state.faults.stream_gap);
                 return ([(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"))], body).into_response();
             }
-            axum::Json(WireResponse::from_chat(&response, id, unix_now())).into_response()
+            axum::Json(openai_json::response_body(&response, id, unix_now())).into_response()
         }
         Err(error) => llm_error_response(error),
     }

@@ -13,7 +13,7 @@ use http_body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::{ChatResponse, openai_json};
+use agl_llm::{ChatResponse, openai_json};
 
 /// The events of `response`, each `data: {...}\n\n`.
 pub(super) fn events(response: &ChatResponse, id: &str, created: u64, include_usage: bool) -> Vec<String> {

@@ -3,7 +3,7 @@
 //! line, an operation, a failure), read through the adapter as algorithms read them. Text only:
 //! nothing here reads a store.
 
-use crate::table::{self, one_line};
+use crate::text::{duration, one_line};
 use agl_store::{Span, StatusCode, semconv as c};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -69,7 +69,7 @@ fn attr(span: &Span, key: &str) -> Option<String> {
 /// The name and attribute keys of an outgoing HTTP request's span as the host writes them, and
 /// OpenTelemetry's `url.full`, which other tracers write.
 mod http {
-    pub use agl_wasm::http_span_keys::{HOST, METHOD, PATH, PORT, SCHEME, SPAN, STATUS};
+    pub use agl_trace::names::http::{HOST, METHOD, PATH, PORT, SCHEME, SPAN, STATUS};
     pub const FULL: &str = "url.full";
 }
 
@@ -134,7 +134,7 @@ fn describe(span: &Span) -> (String, Vec<String>) {
     if let (Some(start), Some(end)) = (span.start_time, span.end_time)
         && end - start >= 0.001
     {
-        head.push_str(&format!(" ({})", table::duration(end - start)));
+        head.push_str(&format!(" ({})", duration(end - start)));
     }
     let mut details = Vec::new();
     let mut say = |text: String| {
@@ -244,111 +244,50 @@ fn describe(span: &Span) -> (String, Vec<String>) {
 
 #[cfg(test)]
 mod tests {
+    //! The shared test vectors (tests/vectors/span_describe.json, read by the dashboard's tests
+    //! too): each case's `show` lines.
+
     use super::*;
     use serde_json::json;
 
-    fn span(id: &str, parent: Option<&str>, name: &str, start: f64, attributes: Value) -> Arc<Span> {
+    /// A span as the store keeps it, from a vector's few fields.
+    fn span(fields: &Value) -> Arc<Span> {
+        let start = fields["start_time"].clone();
+        let end = fields.get("end_time").cloned().unwrap_or_else(|| start.clone());
+        let status = fields
+            .get("status")
+            .cloned()
+            .unwrap_or_else(|| json!({"status_code": "OK"}));
         let record = json!({
-            "rollout_id": "ro-1", "attempt_id": "at-1", "sequence_id": 1,
-            "trace_id": "0".repeat(32), "span_id": id, "parent_id": parent, "name": name,
-            "status": {"status_code": "OK"}, "attributes": attributes,
-            "events": [], "links": [], "start_time": start, "end_time": start,
+            "rollout_id": "ro-1", "attempt_id": "at-1", "sequence_id": fields["sequence_id"],
+            "trace_id": "0".repeat(32), "span_id": fields["span_id"], "parent_id": fields["parent_id"],
+            "name": fields["name"], "status": status, "attributes": fields["attributes"],
+            "events": [], "links": [], "start_time": start, "end_time": end,
             "context": null, "parent": null, "resource": {"attributes": {}, "schema_url": ""},
         });
         Arc::new(serde_json::from_value(record).expect("a span"))
     }
 
     #[test]
-    fn children_sit_under_their_parent_in_start_order() {
-        let spans = [
-            span(
-                "b",
-                Some("root"),
-                c::ANNOTATION_SPAN,
-                3.0,
-                json!({c::REWARD_0_NAME: "primary", c::REWARD_0_VALUE: 0.5}),
-            ),
-            span("root", None, c::ROLLOUT_SPAN, 1.0, json!({c::FAILURE: "boom"})),
-            span(
-                "a",
-                Some("root"),
-                c::MESSAGE_SPAN,
-                2.0,
-                json!({c::LOG_LEVEL: "info", c::MESSAGE_BODY: "two\nlines"}),
-            ),
-            span(
-                "orphan",
-                Some("elsewhere"),
-                c::OPERATION_SPAN,
-                0.5,
-                json!({c::OPERATION_NAME: "op"}),
-            ),
-        ];
-        assert_eq!(
-            lines(&spans),
-            [
-                "agentlightning.operation  op",
-                "agentlightning.rollout  failure: boom",
-                "  agentlightning.message  log info: two⏎lines",
-                "  agentlightning.annotation  reward primary = 0.5000",
-            ]
-        );
-    }
-
-    #[test]
-    fn an_http_request_reads_as_method_url_and_status() {
-        let mut request = json!({
-            http::METHOD: "GET", http::SCHEME: "http", http::HOST: "127.0.0.1", http::PORT: 8080,
-            http::PATH: "/capital", http::STATUS: 200, "http.response.body.size": 42,
-            "agl.http.latency_ms": 1.5,
-        });
-        let shown = |attributes: &Value, status: &str| {
-            let mut span = (*span("h", None, http::SPAN, 1.0, attributes.clone())).clone();
-            span.end_time = Some(1.25);
-            if status == "ERROR" {
-                span.status = serde_json::from_value(json!({"status_code": "ERROR", "description": "not granted"}))
-                    .expect("a status");
-            }
-            lines(&[Arc::new(span)]).remove(0)
-        };
-        assert_eq!(
-            shown(&request, "OK"),
-            "agl.http.request (0.25 s)  GET http://127.0.0.1:8080/capital → 200"
-        );
-        // Default ports go unsaid; a refused request has no status but its reason.
-        request[http::PORT] = json!(443);
-        request[http::SCHEME] = json!("https");
-        request.as_object_mut().expect("object").remove(http::STATUS);
-        assert_eq!(
-            shown(&request, "ERROR"),
-            "agl.http.request (0.25 s)  GET https://127.0.0.1/capital → no response  ERROR: not granted"
-        );
-        // Hostile text: no credentials, no query, no terminal controls.
-        let hostile = json!({
-            http::METHOD: "POST", http::FULL: "https://user:secret@evil.example/x\u{1b}[2J?token=abc#f",
-            http::STATUS: 500,
-        });
-        let line = shown(&hostile, "OK");
-        assert_eq!(
-            line,
-            "agl.http.request (0.25 s)  POST https://evil.example/x\\u001b[2J → 500"
-        );
-        let host_with_userinfo = json!({
-            http::METHOD: "GET", http::SCHEME: "http", http::HOST: "me:pw@h\nost", http::PORT: 80,
-            http::PATH: "/p?q=1",
-        });
-        assert_eq!(
-            shown(&host_with_userinfo, "OK"),
-            "agl.http.request (0.25 s)  GET http://h⏎ost/p → no response"
-        );
-    }
-
-    #[test]
-    fn a_parent_loop_shows_each_span_once() {
-        let spans = [
-            span("a", Some("b"), "x", 1.0, json!({})),
-            span("b", Some("a"), "y", 2.0, json!({})),
-        ];
-        assert_eq!(lines(&spans), ["x", "y"]);
+    fn spans_are_described_as_the_vectors_say() {
+        let vectors: Value = serde_json::from_str(include_str!("../../../tests/vectors/span_describe.json"))
+            .expect("the vectors are JSON");
+        let cases: Vec<&Value> = vectors["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .filter(|case| case.get("show").is_some())
+            .collect();
+        assert!(cases.len() >= 6);
+        for case in cases {
+            let spans: Vec<Arc<Span>> = case["spans"].as_array().expect("spans").iter().map(span).collect();
+            let expected: Vec<&str> = case["show"]
+                .as_array()
+                .expect("lines")
+                .iter()
+                .map(|line| line.as_str().expect("a line"))
+                .collect();
+            assert_eq!(lines(&spans), expected, "{}", case["name"]);
+        }
     }
 }
