@@ -4,6 +4,16 @@
 //! `OUT_DIR`, where `src/builtin.rs` includes it. So `--algo apo` works anywhere, with no Rust
 //! toolchain at run time; building agl-host needs the wasm32-wasip2 target (rust-toolchain.toml
 //! names it, so rustup installs it with the toolchain).
+//!
+//! Also, for the tests only, the cfgs of the outside tools they need (`agl_test_tools::emit_cfgs`:
+//! `agl_has_postgres`, `agl_has_chromium`, `agl_has_c_toolchain`); without one, its tests are
+//! ignored with the reason, except under `CI=true`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a build script: a failure stops the build with its reason"
+)]
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +24,7 @@ const BUILTINS: &[(&str, &str)] = &[("baseline", "plugins/baseline"), ("apo", "p
 const SHARED_SOURCES: &[&str] = &["sdk/rust", "sdk/rust-algorithm", "wit"];
 
 fn main() {
+    agl_test_tools::emit_cfgs(&agl_test_tools::Tool::ALL);
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest_dir.join("../..");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -52,8 +52,14 @@
 //! `-- --no-pin` to leave 1-connection phases unpinned, `-- --agl-host PATH` to measure another
 //! build of agl-host). The machine's cores are shared by the
 //! generator and the server under test; the figures are for this box only.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/cli/support.rs"]
 mod support;
 
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
@@ -732,10 +738,17 @@ fn print_postgres_floor(rounds: &[Vec<Vec<f64>>], pg_floors: &[PgCeilings]) {
 /// The throwaway PostgreSQL server (started on first use), with the durability settings the
 /// testkit turns off for tests turned back on (unless `no_sync`), so a commit is acknowledged
 /// once it is flushed to disk, as on a production server. A server named by
-/// `AGL_TEST_POSTGRES_URL` is used as it is configured. None, after the testkit's note, where
-/// PostgreSQL is not installed.
+/// `AGL_TEST_POSTGRES_URL` is used as it is configured. None, after a note, where PostgreSQL is
+/// not installed (`agl_test_tools`, through the testkit, says so; the bench is not a test).
 fn postgres(no_sync: bool) -> Option<&'static agl_testkit::postgres::PgServer> {
-    let pg = agl_testkit::postgres::server()?;
+    if !agl_testkit::Tool::Postgres.present() {
+        eprintln!(
+            "PostgreSQL phases skipped: the bench {}",
+            agl_testkit::Tool::Postgres.ignore_reason()
+        );
+        return None;
+    }
+    let pg = agl_testkit::postgres::server();
     if pg.dir().is_some() && !no_sync {
         for sql in [
             "ALTER SYSTEM SET fsync = on",

@@ -5,6 +5,12 @@
 //! Timeouts are small configured values (1 s); no test measures how fast anything is. Waits for
 //! something that must happen are bounded by [`PATIENCE`], so a regression fails instead of
 //! hanging.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod support;
 

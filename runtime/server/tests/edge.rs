@@ -4,6 +4,12 @@
 //! rebinding), and paths starting with `//` — and what still passes: JSON with parameters, OTLP
 //! protobuf, body-less POSTs, the allowed hosts and origins. Raw requests where `reqwest` would
 //! set `Host` or `Content-Type` itself.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod support;
 

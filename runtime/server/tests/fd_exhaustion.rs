@@ -2,7 +2,12 @@
 //! waits it out, and once descriptors are free again it serves the connection that waited, with
 //! everything stored before still there. Alone in its test binary because it lowers the whole
 //! process's open-file limit.
-
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 #![cfg(target_os = "linux")]
 
 mod support;

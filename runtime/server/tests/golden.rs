@@ -13,6 +13,12 @@
 //!
 //! Every other difference is an [`Exception`] or a documented repair of the capture itself
 //! ([`fill_capture_gap`], [`rebuild_otlp_body`]), each checked precisely, never skipped.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod support;
 
@@ -63,7 +69,7 @@ enum Exception {
     /// its span-eviction scheme derived from the capturing machine's memory. Our store does not
     /// evict spans and reports none of the four (the keys are optional in our `Statistics`).
     /// `name` is the class of the store serving, `InMemoryLightningStore` in the capture: ours
-    /// is the backend's ([`Backend::store_name`]). Every other key must match.
+    /// is the backend's ([`Replayed::store_name`]). Every other key must match.
     NoEvictionFigures,
 }
 
@@ -199,15 +205,10 @@ fn load() -> Vec<Exchange> {
         .collect()
 }
 
-/// A store the replay runs on, opened as `agl-host store --db` opens it (`agl_store_db::open`).
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Memory,
-    /// A fresh file under the build's `target/tmp`, removed afterwards.
-    Sqlite,
-    /// A fresh database on the test process's throwaway server (`agl_testkit::postgres`).
-    Postgres,
-}
+/// A store the replay runs on (the workspace's one list, `agl_testkit::Backend`), opened as
+/// `agl-host store --db` opens it (`agl_store_db::open`): memory; a fresh file under the build's
+/// `target/tmp`, removed afterwards; a fresh database on the test process's throwaway server.
+use agl_testkit::Backend;
 
 /// What a backend's store leaves behind to remove once the test is done: its SQLite folder.
 struct Scratch(Option<PathBuf>);
@@ -220,8 +221,15 @@ impl Drop for Scratch {
     }
 }
 
-impl Backend {
+/// What the replay needs of a backend.
+trait Replayed: Sized {
     /// The `name` its `GET statistics` reports, after Agent-lightning's store classes.
+    fn store_name(self) -> &'static str;
+    /// A fresh, empty store.
+    fn open(self) -> (Arc<dyn StoreBackend>, Scratch);
+}
+
+impl Replayed for Backend {
     fn store_name(self) -> &'static str {
         match self {
             Backend::Memory => "InMemoryLightningStore",
@@ -230,9 +238,7 @@ impl Backend {
         }
     }
 
-    /// A fresh, empty store; `None` when this machine has no PostgreSQL outside CI (the testkit
-    /// prints why, and panics under `CI=true`).
-    fn open(self) -> Option<(Arc<dyn StoreBackend>, Scratch)> {
+    fn open(self) -> (Arc<dyn StoreBackend>, Scratch) {
         let (url, scratch) = match self {
             Backend::Memory => (DbUrl::Memory, Scratch(None)),
             Backend::Sqlite => {
@@ -242,35 +248,20 @@ impl Backend {
                 (DbUrl::Sqlite(dir.join("store.db")), Scratch(Some(dir)))
             }
             Backend::Postgres => {
-                let url = agl_testkit::postgres::server()?.fresh_database();
+                let url = agl_testkit::postgres::server().fresh_database();
                 (url.parse().expect("the testkit's URL is a store URL"), Scratch(None))
             }
         };
         let store = agl_store_db::open(&url, StoreOptions::default())
             .unwrap_or_else(|error| panic!("opening the {self:?} store {}: {error}", url.redacted()));
-        Some((store, scratch))
+        (store, scratch)
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replays_every_captured_exchange_on_memory() {
-    replay_every_captured_exchange(Backend::Memory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replays_every_captured_exchange_on_sqlite() {
-    replay_every_captured_exchange(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replays_every_captured_exchange_on_postgres() {
-    replay_every_captured_exchange(Backend::Postgres).await;
-}
-
+/// One test per backend: `replay_every_captured_exchange::memory`, `::sqlite`, `::postgres`.
+#[agl_testkit::each_backend(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_every_captured_exchange(backend: Backend) {
-    let Some((store, _scratch)) = backend.open() else {
-        return;
-    };
+    let (store, _scratch) = backend.open();
     let server = TestServer::on(store).await;
     let exchanges = load();
     assert_eq!(exchanges.len(), 51, "the capture changed: re-read this test");

@@ -2,6 +2,12 @@
 //! with their content types and cache headers, the `index.html` fallback of a single-page app, API
 //! paths never shadowed, no way out of the folder (raw requests, as a browser or `reqwest` would
 //! normalise `..` away), the token kept for the API only, and a folder read at request time.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod support;
 

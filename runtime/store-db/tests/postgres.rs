@@ -4,10 +4,15 @@
 //! stores on one database) handing out each rollout once, waking each other's waits, sharing the
 //! watchdog and the migration; and how opening fails.
 //!
-//! Without PostgreSQL (and not under CI, where it is required) `agl_testkit::postgres::server()`
-//! prints that each test is skipped: the replica tests return at once, and the conformance tests,
-//! whose bodies cannot return early, run on the in-memory store instead (checking nothing about
-//! PostgreSQL).
+//! Every test here needs PostgreSQL: without it (and not under CI, where it is required) each is
+//! ignored, with the reason (`#[agl_testkit::needs(postgres)]`; the conformance suite's `#[test]`
+//! and `#[tokio::test]` are `agl_testkit::needs_postgres`'s). None runs on another backend.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 #[path = "../../store/tests/common/mod.rs"]
 mod common;
@@ -32,12 +37,9 @@ fn manual_options(clock: &ManualClock) -> StoreOptions {
 /// A store whose time moves only when the test says so, with no background tick.
 pub fn manual_store() -> (Arc<dyn StoreBackend>, ManualClock) {
     let clock = ManualClock::new(common::T0);
-    let store: Arc<dyn StoreBackend> = match agl_testkit::postgres::server() {
-        Some(server) => Arc::new(
-            PostgresLightningStore::open(&server.fresh_database(), manual_options(&clock)).expect("PostgreSQL store"),
-        ),
-        None => Arc::new(InMemoryLightningStore::with_options(manual_options(&clock))),
-    };
+    let url = agl_testkit::postgres::server().fresh_database();
+    let store: Arc<dyn StoreBackend> =
+        Arc::new(PostgresLightningStore::open(&url, manual_options(&clock)).expect("PostgreSQL store"));
     (store, clock)
 }
 
@@ -47,31 +49,33 @@ pub fn live_store(watchdog_interval: Option<Duration>) -> Arc<dyn StoreBackend> 
         watchdog_interval,
         ..StoreOptions::default()
     };
-    match agl_testkit::postgres::server() {
-        Some(server) => {
-            Arc::new(PostgresLightningStore::open(&server.fresh_database(), options).expect("PostgreSQL store"))
-        }
-        None => Arc::new(InMemoryLightningStore::with_options(options)),
-    }
+    let url = agl_testkit::postgres::server().fresh_database();
+    Arc::new(PostgresLightningStore::open(&url, options).expect("PostgreSQL store"))
 }
 
 mod transitions {
+    #[allow(unused_imports)] // the suite file may use only one of them
+    use agl_testkit::needs_postgres::{test, tokio};
     include!("../../store/tests/conformance/transitions.rs");
 }
 
 mod behaviour {
+    #[allow(unused_imports)] // the suite file may use only one of them
+    use agl_testkit::needs_postgres::{test, tokio};
     include!("../../store/tests/conformance/behaviour.rs");
 }
 
 mod properties {
+    #[allow(unused_imports)] // the suite file may use only one of them
+    use agl_testkit::needs_postgres::{test, tokio};
     include!("../../store/tests/conformance/properties.rs");
 }
 
 // ---- replicas: several stores on one database ----------------------------------------------------
 
 /// Two replicas on one fresh database, on the system clock, with no background tick.
-fn replicas() -> Option<(PostgresLightningStore, PostgresLightningStore)> {
-    let url = agl_testkit::postgres::server()?.fresh_database();
+fn replicas() -> (PostgresLightningStore, PostgresLightningStore) {
+    let url = agl_testkit::postgres::server().fresh_database();
     let open = || {
         PostgresLightningStore::open(
             &url,
@@ -82,12 +86,13 @@ fn replicas() -> Option<(PostgresLightningStore, PostgresLightningStore)> {
         )
         .expect("PostgreSQL store")
     };
-    Some((open(), open()))
+    (open(), open())
 }
 
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_hand_out_each_of_10000_rollouts_exactly_once() {
-    let Some((a, b)) = replicas() else { return };
+    let (a, b) = replicas();
     let total = 10_000;
     let mut enqueued = HashSet::new();
     for batch in 0..10 {
@@ -146,9 +151,10 @@ async fn two_replicas_hand_out_each_of_10000_rollouts_exactly_once() {
     assert_eq!(preparing.total, total as u64);
 }
 
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_rollouts_on_one_replica_wakes_when_another_finishes_the_rollout() {
-    let Some((a, b)) = replicas() else { return };
+    let (a, b) = replicas();
     let rollout = a
         .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!("task")))
         .await
@@ -188,11 +194,10 @@ async fn wait_for_rollouts_on_one_replica_wakes_when_another_finishes_the_rollou
     );
 }
 
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_run_by_every_replica_times_out_each_attempt_once() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server.fresh_database();
     let clock = ManualClock::new(common::T0);
     let a = PostgresLightningStore::open(&url, manual_options(&clock)).unwrap();
@@ -228,11 +233,10 @@ async fn the_watchdog_run_by_every_replica_times_out_each_attempt_once() {
     a.check_invariants().await.unwrap();
 }
 
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_the_server_ends_are_opened_again() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server.fresh_database();
     let open = || {
         PostgresLightningStore::open(
@@ -297,11 +301,10 @@ async fn connections_the_server_ends_are_opened_again() {
     assert!(woken_after < RECHECK / 2, "woken by the notification: {woken_after:?}");
 }
 
+#[agl_testkit::needs(postgres)]
 #[test]
 fn replicas_opening_a_new_database_together_migrate_it_once() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server.fresh_database();
     let opening: Vec<_> = (0..4)
         .map(|_| {
@@ -316,11 +319,10 @@ fn replicas_opening_a_new_database_together_migrate_it_once() {
     assert_eq!(versions.trim(), SCHEMA_VERSION.to_string());
 }
 
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_1_database_is_migrated_with_its_records_kept() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server.fresh_database();
     let store = PostgresLightningStore::open(&url, StoreOptions::default()).unwrap();
     let queued = store
@@ -351,11 +353,10 @@ async fn a_version_1_database_is_migrated_with_its_records_kept() {
     assert_eq!(taken.rollout.rollout_id, queued.rollout_id);
 }
 
+#[agl_testkit::needs(postgres)]
 #[test]
 fn a_database_with_a_newer_schema_is_refused() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server.fresh_database();
     drop(PostgresLightningStore::open(&url, StoreOptions::default()).unwrap());
     server.psql(&url, &format!("UPDATE agl_schema SET version = {}", SCHEMA_VERSION + 1));
@@ -366,11 +367,10 @@ fn a_database_with_a_newer_schema_is_refused() {
     assert!(error.to_string().contains("newer than this agl-host"), "{error}");
 }
 
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opened_to_read_only_nothing_is_created_migrated_or_written() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server.fresh_database();
     let Err(error) = PostgresLightningStore::open_read_only(&url, StoreOptions::default()) else {
         panic!("a database with no store opened to read")
@@ -416,11 +416,10 @@ fn an_unreachable_server_is_one_error_naming_the_url_without_its_password() {
     assert!(!message.contains("hunter2") && !message.contains('\n'), "{message}");
 }
 
+#[agl_testkit::needs(postgres)]
 #[test]
 fn an_unknown_user_is_one_error_naming_the_url() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let url = server
         .fresh_database()
         .replacen("postgres://postgres@", "postgres://nobody_here:pw@", 1);
@@ -436,12 +435,11 @@ fn an_unknown_user_is_one_error_naming_the_url() {
 /// The figure in `src/postgres/mod.rs`'s doc: enqueue + dequeue + succeed round trips per
 /// second, 8 tasks over one store. `cargo test -p agl-store-db --test postgres --release --
 /// --ignored --nocapture throughput_figure`.
+#[agl_testkit::needs(postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
 async fn throughput_figure() {
-    let Some(server) = agl_testkit::postgres::server() else {
-        return;
-    };
+    let server = agl_testkit::postgres::server();
     let store = PostgresLightningStore::open(
         &server.fresh_database(),
         StoreOptions {

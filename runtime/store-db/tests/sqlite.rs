@@ -1,5 +1,11 @@
 //! The store's conformance suite (`runtime/store/tests/conformance/`: the status machine,
 //! behaviour, property tests) on the SQLite backend, each test on a fresh database file.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 #[path = "../../store/tests/common/mod.rs"]
 mod common;

@@ -7,7 +7,8 @@
 //!
 //! ```no_run
 //! # async fn demo() {
-//! let Some(browser) = agl_testkit::browser::Browser::start("my_test").await else { return }; // skipped
+//! // The test carries #[agl_testkit::needs(chromium)]: ignored where there is no browser.
+//! let browser = agl_testkit::browser::Browser::start("my_test").await;
 //! browser.open("http://127.0.0.1:4747/rollouts").await;
 //! browser.wait_for_text("ro-1").await; // polls until the page shows it, or panics after a bound
 //! browser.click("a[href='/traces']").await;
@@ -20,27 +21,24 @@
 //!
 //! `chromedriver` and `chromium` (Debian's `chromium-driver` and `chromium` packages; also
 //! `chromium-browser`, `google-chrome`) are looked for on `PATH`, or named by
-//! `AGL_TEST_CHROMEDRIVER` / `AGL_TEST_CHROMIUM` (a name that is not a file fails the test). When
-//! either is missing, [`Browser::start`] prints why and returns `None` (the test is skipped),
-//! except under `CI=true`, where it panics: CI (`.ci/run`) installs both, so there a missing
-//! browser is a failure, never a silent skip.
+//! `AGL_TEST_CHROMEDRIVER` / `AGL_TEST_CHROMIUM` (a name that is not a file fails the test); finding
+//! them is `agl_test_tools::browser`'s. When either is missing, [`Browser::start`] panics, saying
+//! what is missing. A test that needs a browser carries `#[agl_testkit::needs(chromium)]`, so it
+//! is ignored, with the reason, where the build found none, and runs (and fails without one)
+//! under `CI=true`, where `.ci/run` installs both: never a silent skip.
 //!
 //! `chromedriver --port=0` picks its own port and says which; it runs in a process group of its
 //! own, killed with the browser it started when the [`Browser`] is dropped (a failed test
 //! included). The browser gets a fresh profile folder, a 1280×900 window, and `--no-sandbox`
 //! (tests run as root in CI).
 
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use thirtyfour::prelude::*;
 
-/// Names the `chromedriver` to use instead of the one on `PATH`.
-pub const CHROMEDRIVER_VAR: &str = "AGL_TEST_CHROMEDRIVER";
-/// Names the browser binary to use instead of the first of `chromium`, `chromium-browser`,
-/// `google-chrome` on `PATH`.
-pub const CHROMIUM_VAR: &str = "AGL_TEST_CHROMIUM";
+pub use agl_test_tools::browser::{CHROMEDRIVER_VAR, CHROMIUM_VAR};
 
 /// How long a wait ([`Browser::wait_for`], [`Browser::wait_for_text`]...) lasts before it fails:
 /// generous, for a loaded 2-core CI machine; a passing test never waits it out.
@@ -60,22 +58,18 @@ pub struct Browser {
 
 impl Browser {
     /// Starts `chromedriver` and a headless browser for the test `test` (its screenshots go to
-    /// `target/browser-screenshots/<test>/`). `None`, after printing why, when they are not
-    /// installed and `CI` is not `true`: the calling test should then return, skipped.
+    /// `target/browser-screenshots/<test>/`).
     ///
     /// # Panics
-    /// Under `CI=true` without them, and whenever installed ones fail to start.
-    pub async fn start(test: &str) -> Option<Browser> {
-        let (chromedriver, chromium) = match (chromedriver_binary(), chromium_binary()) {
+    /// When they are not installed (the test should carry `#[agl_testkit::needs(chromium)]`,
+    /// which ignores it on such a machine outside CI), and whenever installed ones fail to start.
+    pub async fn start(test: &str) -> Browser {
+        let (chromedriver, chromium) = match (
+            agl_test_tools::browser::chromedriver(),
+            agl_test_tools::browser::chromium(),
+        ) {
             (Ok(chromedriver), Ok(chromium)) => (chromedriver, chromium),
-            (Err(why), _) | (_, Err(why)) if std::env::var("CI").as_deref() != Ok("true") => {
-                // Straight to stderr, past the test harness's capture.
-                let _ = std::io::stderr().write_all(format!("{test}: skipped: {why}\n").as_bytes());
-                return None;
-            }
-            (Err(why), _) | (_, Err(why)) => {
-                panic!("CI=true, so a browser must be installed (.ci/run installs it): {why}")
-            }
+            (Err(why), _) | (_, Err(why)) => panic!("{}", crate::missing(crate::Tool::Chromium, &why)),
         };
         let target = crate::target_dir().unwrap_or_else(std::env::temp_dir);
         let screenshots = target.join("browser-screenshots").join(test);
@@ -104,7 +98,7 @@ impl Browser {
                 )
             });
         browser.driver = Some(driver);
-        Some(browser)
+        browser
     }
 
     fn driver(&self) -> &WebDriver {
@@ -383,42 +377,6 @@ fn start_chromedriver(binary: &Path) -> (Child, u16) {
 fn listening_port(line: &str) -> Option<u16> {
     let (_, rest) = line.split_once("started successfully on port ")?;
     rest.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok()
-}
-
-/// `chromedriver`: the one `AGL_TEST_CHROMEDRIVER` names, else the one on `PATH`.
-fn chromedriver_binary() -> Result<PathBuf, String> {
-    named_or_on_path(CHROMEDRIVER_VAR, &["chromedriver"]).ok_or_else(|| {
-        format!(
-            "chromedriver is not installed (not on PATH): install Debian's `chromium-driver` package, or set \
-             {CHROMEDRIVER_VAR}"
-        )
-    })
-}
-
-/// The browser: the one `AGL_TEST_CHROMIUM` names, else the first Chromium on `PATH`.
-fn chromium_binary() -> Result<PathBuf, String> {
-    named_or_on_path(CHROMIUM_VAR, &["chromium", "chromium-browser", "google-chrome"]).ok_or_else(|| {
-        format!(
-            "Chromium is not installed (no chromium, chromium-browser or google-chrome on PATH): install Debian's \
-             `chromium` package, or set {CHROMIUM_VAR}"
-        )
-    })
-}
-
-fn named_or_on_path(var: &str, names: &[&str]) -> Option<PathBuf> {
-    if let Some(named) = std::env::var_os(var) {
-        let named = PathBuf::from(named);
-        if !named.is_file() {
-            // Never a silent skip for a binary named on purpose.
-            panic!("{var} names {}, which is not a file", named.display());
-        }
-        return Some(named);
-    }
-    let path = std::env::var_os("PATH")?;
-    names
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
 }
 
 #[cfg(test)]

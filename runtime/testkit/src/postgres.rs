@@ -5,7 +5,8 @@
 //! # How a test gets a database
 //!
 //! ```no_run
-//! let Some(pg) = agl_testkit::postgres::server() else { return }; // no PostgreSQL: skipped
+//! // The test carries #[agl_testkit::needs(postgres)]: ignored where PostgreSQL is not installed.
+//! let pg = agl_testkit::postgres::server(); // panics, saying what is missing, if it is not there
 //! let url = pg.fresh_database(); // postgres://postgres@127.0.0.1:PORT/agl_test_...
 //! ```
 //!
@@ -23,9 +24,11 @@
 //!   127.0.0.1 only, on a free port, with fsync off. It has no Unix socket: a socket's path may
 //!   not exceed 107 bytes, which a deep target folder can, and every client connects by URL over
 //!   TCP anyway. Its log is `postgres.log` in that folder ([`PgServer::dir`]).
-//! - No binaries: [`server`] prints why the test is skipped and returns `None`, except under
-//!   `CI=true`, where it panics. CI (`.ci/run`) installs PostgreSQL, so there a missing one is a
-//!   failure, never a silent skip. Binaries that are there but fail to start a server always panic.
+//!   (Finding them is `agl_test_tools::postgres`'s.)
+//! - No binaries: [`server`] panics, saying what is missing. A test that needs PostgreSQL carries
+//!   `#[agl_testkit::needs(postgres)]`, so it is ignored, with the reason, where the build found
+//!   no PostgreSQL, and runs (and fails without it) under `CI=true`: never a silent skip, never
+//!   another backend instead. Binaries that are there but fail to start a server panic too.
 //!
 //! # Root
 //!
@@ -55,7 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The variable naming an existing server to use instead of starting one.
-pub const URL_VAR: &str = "AGL_TEST_POSTGRES_URL";
+pub const URL_VAR: &str = agl_test_tools::postgres::URL_VAR;
 
 /// The superuser of a started server, and the user of its URLs.
 const SUPERUSER: &str = "postgres";
@@ -151,34 +154,26 @@ impl PgServer {
     }
 }
 
-/// The server of this test process, started on the first call (see the module's doc). `None`,
-/// after printing why, when PostgreSQL is not installed, `AGL_TEST_POSTGRES_URL` is not set and
-/// `CI` is not `true`: the calling test should then return, skipped.
+/// The server of this test process, started on the first call (see the module's doc).
 ///
 /// # Panics
-/// Under `CI=true` without PostgreSQL, and whenever a server cannot be started or reached.
-pub fn server() -> Option<&'static PgServer> {
+/// When PostgreSQL is not installed and `AGL_TEST_POSTGRES_URL` is not set (the test should
+/// carry `#[agl_testkit::needs(postgres)]`, which ignores it on such a machine outside CI), and
+/// whenever a server cannot be started or reached.
+pub fn server() -> &'static PgServer {
     static SERVER: OnceLock<Result<PgServer, Unavailable>> = OnceLock::new();
     match SERVER.get_or_init(choose) {
-        Ok(server) => Some(server),
-        Err(Unavailable::Absent(reason)) if std::env::var("CI").as_deref() != Ok("true") => {
-            // Straight to stderr, past the test harness's capture.
-            let test = std::thread::current().name().unwrap_or("test").to_owned();
-            let _ = std::io::stderr().write_all(format!("{test}: skipped: {reason}\n").as_bytes());
-            None
-        }
-        Err(Unavailable::Absent(reason)) => {
-            panic!("CI=true, so PostgreSQL must be installed (.ci/run installs it): {reason}")
-        }
+        Ok(server) => server,
+        Err(Unavailable::Absent(reason)) => panic!("{}", crate::missing(crate::Tool::Postgres, reason)),
         Err(Unavailable::Failed(reason)) => panic!("{reason}"),
     }
 }
 
 #[derive(Debug)]
 enum Unavailable {
-    /// Not installed: tests skip, except in CI.
+    /// Not installed.
     Absent(String),
-    /// Installed or named, but no server: tests fail.
+    /// Installed or named, but no server.
     Failed(String),
 }
 
@@ -186,24 +181,14 @@ fn choose() -> Result<PgServer, Unavailable> {
     if let Some(url) = std::env::var_os(URL_VAR) {
         return existing(url.to_string_lossy().into_owned()).map_err(Unavailable::Failed);
     }
-    let Some(bin) = bin_dirs()
-        .into_iter()
-        .find(|dir| has(dir, &["initdb", "pg_ctl", "postgres", "psql"]))
-    else {
-        return Err(Unavailable::Absent(format!(
-            "PostgreSQL is not installed (no initdb, pg_ctl, postgres and psql in /usr/lib/postgresql/*/bin \
-             or on PATH): install Debian's `postgresql` package, or set {URL_VAR} to a server's URL"
-        )));
-    };
+    let bin = agl_test_tools::postgres::bin_dir().map_err(Unavailable::Absent)?;
     start(&bin).map_err(|e| Unavailable::Failed(format!("starting a PostgreSQL server from {}: {e}", bin.display())))
 }
 
 /// The server `AGL_TEST_POSTGRES_URL` names, checked with `select 1`.
 fn existing(url: String) -> Result<PgServer, String> {
     database_url(&url, "x").map_err(|e| format!("{URL_VAR}: {e}"))?;
-    let psql = bin_dirs()
-        .into_iter()
-        .find(|dir| has(dir, &["psql"]))
+    let psql = agl_test_tools::postgres::dir_with(&["psql"])
         .ok_or_else(|| format!("{URL_VAR} is set, but `psql` is not installed (no psql on PATH)"))?;
     let server = PgServer::new(url, psql.join("psql"), None, None);
     server
@@ -413,27 +398,6 @@ fn spawn_watchdog(dir: &Path) -> Result<ChildStdin, String> {
         .spawn()
         .map_err(|e| format!("spawning the watchdog (sh): {e}"))?;
     Ok(child.stdin.take().expect("stdin is piped"))
-}
-
-/// The folders that may hold PostgreSQL's binaries: Debian's, newest version first, then `PATH`.
-fn bin_dirs() -> Vec<PathBuf> {
-    let mut debian: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| Some((entry.file_name().to_str()?.parse().ok()?, entry.path().join("bin"))))
-        .collect();
-    debian.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    debian
-        .into_iter()
-        .map(|(_, dir)| dir)
-        .chain(std::env::split_paths(&path))
-        .collect()
-}
-
-fn has(dir: &Path, programs: &[&str]) -> bool {
-    programs.iter().all(|program| dir.join(program).is_file())
 }
 
 /// Runs `command` with stdin closed; its stdout, or an error with what it printed.

@@ -1,7 +1,13 @@
 //! The PostgreSQL harness itself: one server per test process, fresh databases that are reachable
 //! and isolated from each other, and the server and its folder gone once the process that started
-//! it has exited. Without PostgreSQL each test prints why and passes, except under `CI=true`,
-//! where it fails.
+//! it has exited. Without PostgreSQL the tests are ignored, except under `CI=true`, where they
+//! fail.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 use agl_testkit::postgres;
 use std::path::PathBuf;
@@ -11,16 +17,18 @@ use std::time::{Duration, Instant};
 /// Set in the child process of `the_server_and_its_folder_go_when_its_process_exits`.
 const CHILD_VAR: &str = "AGL_TESTKIT_CHILD";
 
+#[agl_testkit::needs(postgres)]
 #[test]
 fn every_call_returns_the_one_server_of_the_process() {
-    let Some(first) = postgres::server() else { return };
-    let second = postgres::server().expect("a server once, a server always");
+    let first = postgres::server();
+    let second = postgres::server();
     assert!(std::ptr::eq(first, second));
 }
 
+#[agl_testkit::needs(postgres)]
 #[test]
 fn fresh_databases_are_new_reachable_and_isolated() {
-    let Some(pg) = postgres::server() else { return };
+    let pg = postgres::server();
     let (a, b) = (pg.fresh_database(), pg.fresh_database());
     assert_ne!(a, b);
     for url in [&a, &b] {
@@ -38,18 +46,20 @@ fn fresh_databases_are_new_reachable_and_isolated() {
 
 /// Not a test of its own: the child process of the next test, which starts a server, prints
 /// its folder and postmaster's pid, and exits.
+#[agl_testkit::needs(postgres)]
 #[test]
 fn child_starts_a_server_and_exits() {
     if std::env::var_os(CHILD_VAR).is_none() {
         return;
     }
-    let pg = postgres::server().expect("the parent checked that PostgreSQL is there");
+    let pg = postgres::server();
     let dir = pg.dir().expect("a started server has a folder");
     let pidfile = std::fs::read_to_string(dir.join("data/postmaster.pid")).expect("postmaster.pid");
     let pid = pidfile.lines().next().unwrap();
     println!("\nchild dir={}\nchild pid={pid}", dir.display());
 }
 
+#[agl_testkit::needs(postgres)]
 #[test]
 fn the_server_and_its_folder_go_when_its_process_exits() {
     if std::env::var_os(CHILD_VAR).is_some() {
@@ -59,11 +69,12 @@ fn the_server_and_its_folder_go_when_its_process_exits() {
         eprintln!("{} is set: no server is started, so none is stopped", postgres::URL_VAR);
         return;
     }
-    let Some(_) = postgres::server() else { return };
+    postgres::server();
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "child_starts_a_server_and_exits",
+            "--include-ignored",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -1,0 +1,12 @@
+//! The cfgs of the tools this crate's own tests need (`agl_test_tools::emit_cfgs`): without
+//! them those tests are ignored, with the reason, except under `CI=true`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a build script: a failure stops the build with its reason"
+)]
+
+fn main() {
+    agl_test_tools::emit_cfgs(&[agl_test_tools::Tool::Postgres, agl_test_tools::Tool::Chromium]);
+}
