@@ -4,7 +4,7 @@ Usage: python agl_client_compat.py --url http://127.0.0.1:PORT
 
 Every check runs against the same fresh server; each one makes its own rollouts, so a failure
 in one does not hide the others. The script prints PASS/FAIL per check and exits 1 when any
-check failed (run by runtime/host/tests/python_client.rs). Needs agentlightning==0.3.0 and
+check failed (run by runtime/host/tests/cli/python_client.rs). Needs agentlightning==0.3.0 and
 opentelemetry-exporter-otlp-proto-http (tests/python/requirements-agl-0.3.txt), and
 LITELLM_LOCAL_MODEL_COST_MAP=True in the environment so importing agentlightning stays offline.
 """

@@ -3,7 +3,7 @@
 Usage: python proxy_agent_loop.py --url http://127.0.0.1:PORT
 
 The store at URL runs `agl-host store --llm-proxy` before the echo model of
-runtime/host/tests/llm_proxy.rs ("say X" is answered "X"). As an algorithm would, this script
+runtime/host/tests/cli/llm_proxy.rs ("say X" is answered "X"). As an algorithm would, this script
 publishes a `ProxyLLM` resource naming the proxy and enqueues three rollouts; then, as a runner,
 it dequeues each with Agent-lightning 0.3.0's `LightningStoreClient`, asks the `openai` client
 pointed at the per-attempt URL its rollout's resources give (`ProxyLLM.get_base_url`), grades the

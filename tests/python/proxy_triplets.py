@@ -7,7 +7,7 @@ started with Agent-lightning's own `LightningStoreClient`; its `ProxyLLM` resour
 per-attempt base URL (`get_base_url`), which the `openai` client calls twice — once plain, once
 streamed. The spans the proxy recorded are read back with the same client and turned into
 triplets by `TracerTraceToTriplet`: one per call, each with the prompt and the completion.
-Exits 1 when a check fails (run by runtime/host/tests/llm_proxy.rs). Needs agentlightning==0.3.0
+Exits 1 when a check fails (run by runtime/host/tests/cli/llm_proxy.rs). Needs agentlightning==0.3.0
 (its venv has `openai`) and LITELLM_LOCAL_MODEL_COST_MAP=True so that importing it stays offline.
 """
 

@@ -1,6 +1,6 @@
 /* Host-side tests of the agent's pure parts (JSON task reading, grading), compiled natively:
  *   clang -std=c11 -Wall -Wextra -Werror -I. tests/unit.c json.c grading.c -lm -o unit && ./unit
- * (runtime/host/tests/c_agent.rs runs them). Prints each failed check; exits 1 if any failed. */
+ * (runtime/host/tests/cli/c_agent.rs runs them). Prints each failed check; exits 1 if any failed. */
 #include "grading.h"
 #include "json.h"
 

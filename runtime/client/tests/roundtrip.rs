@@ -1,5 +1,11 @@
 //! HttpStoreClient against the real server (agl-server over an in-memory store, on loopback):
 //! the store API end to end, unknown ids, the token, and retries when the server is gone.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 use agl_client::{ClientOptions, HttpStoreClient};
 use agl_server::{ServerOptions, serve};

@@ -55,7 +55,7 @@ main process since the fork; the memory available fell by 0.5 to 2.6 GB during 5
 
 Run, from anywhere (any python3: the script re-runs itself with the venv's python; the venv is
 made by `python3 tests/python/prepare_venv.py target/py/agl-0.3` or by
-`cargo test -p agl-host --test python_client`):
+`cargo test -p agl-host --test cli python_client`):
 
     python3 runtime/host/benches/agl_python_runner.py [--rollouts 500] [--runners 1] [--repeat 3]
         [--strategy shm|cs] [--tracer agentops|otel] [--llm URL] [--result-file PATH]
@@ -117,7 +117,7 @@ def require_agentlightning() -> None:
             f"agl_python_runner: no venv with agentlightning {WANTED_VERSION} at {VENV} "
             f"(python {VENV_PYTHON} missing or without it); create it with "
             f"`python3 tests/python/prepare_venv.py {VENV.relative_to(REPO)}` "
-            "or `cargo test -p agl-host --test python_client` (needs PyPI the first time)"
+            "or `cargo test -p agl-host --test cli python_client` (needs PyPI the first time)"
         ) from None
     if agentlightning.__version__ != WANTED_VERSION:
         raise SystemExit(

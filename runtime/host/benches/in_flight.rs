@@ -4,7 +4,7 @@
 //! (`examples/math-agent-js`), the baseline plugin enqueueing every task, the in-memory store
 //! (`--db memory`), `--runners N` (N agents in flight), each agent's one LLM call going over HTTP
 //! to a mock OpenAI server in this process (the math example's scripted rules behind
-//! `agl_llm::serve_with_faults`, every answer 1 s late). The ideal rate is N / 1 s.
+//! `agl_testkit::llm_server::serve_with_faults`, every answer 1 s late). The ideal rate is N / 1 s.
 //!
 //! Per configuration and repetition, two runs: R rounds (R × N tasks) and 3R. From each, the
 //! binary's own `rollouts_per_second` (finished rollouts / time from the first enqueue to the
@@ -17,13 +17,19 @@
 //! the N pooled instance slots is cold once). Medians of the repetitions.
 //!
 //! The anchor, in the same run when its venv exists (`target/py/agl-0.3`, made by `cargo test -p
-//! agl-host --test python_client`): Agent-lightning 0.3.0's `Trainer(n_runners=N)` with a Python
+//! agl-host --test cli python_client`): Agent-lightning 0.3.0's `Trainer(n_runners=N)` with a Python
 //! agent calling the same mock server through the `openai` client
 //! (`agl_python_runner.py --llm URL`), 10 and 50 runners.
 //!
 //! Run: `cargo bench -p agl-host --bench in_flight` (`-- --quick`: a smoke run, 64 Rust agents
 //! in flight, no anchor; `-- --only rust|python|js` and `-- --in-flight N` for one configuration;
 //! `-- --rounds R`, 4 by default; `-- --repeat N` repetitions, 3 by default; `-- --no-anchor`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
 mod common;
 
@@ -123,10 +129,14 @@ fn start_mock_llm(rules: &Path) -> SocketAddr {
             .build()
             .expect("a tokio runtime");
         runtime.block_on(async move {
-            let faults = agl_llm::Faults::default().with_delay(LLM_LATENCY);
-            let server = agl_llm::serve_with_faults(Arc::new(backend), "127.0.0.1:0".parse().expect("addr"), faults)
-                .await
-                .expect("the mock LLM binds");
+            let faults = agl_testkit::llm_server::Faults::default().with_delay(LLM_LATENCY);
+            let server = agl_testkit::llm_server::serve_with_faults(
+                Arc::new(backend),
+                "127.0.0.1:0".parse().expect("addr"),
+                faults,
+            )
+            .await
+            .expect("the mock LLM binds");
             sender.send(server.local_addr()).expect("the bench waits");
             std::future::pending::<()>().await;
             drop(server);

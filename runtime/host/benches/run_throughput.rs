@@ -17,6 +17,12 @@
 //!
 //! Run: `cargo bench -p agl-host --bench run_throughput` (`-- --quick` for a smoke run: the Rust
 //! agent only, no anchor; `-- --languages` to leave Rust out).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failed step panics and ends it"
+)]
 
 mod common;
 

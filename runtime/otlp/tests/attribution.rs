@@ -1,6 +1,12 @@
 //! Which rollout, attempt and sequence id each span gets: span attributes override resource
 //! attributes, spans without ids are dropped, explicit sequence ids are kept and missing ones are
 //! issued by the store in request order.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod common;
 

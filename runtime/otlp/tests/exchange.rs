@@ -7,6 +7,12 @@
 //! rather than storing garbage). The parts that were plain ASCII survive byte for byte: the
 //! whole `Resource` message (with the rollout and attempt ids), the span name and its attribute.
 //! These tests decode those captured parts and put them back into a well-formed request.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod common;
 

@@ -1,6 +1,12 @@
 //! A real OpenTelemetry exporter (the Rust `opentelemetry-otlp` crate, OTLP/HTTP over its
 //! blocking reqwest client) sends spans to a small axum server whose `/v1/traces` calls
 //! `agl_otlp::ingest` into an in-memory store; the stored spans are then checked.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod common;
 

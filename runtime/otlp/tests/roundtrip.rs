@@ -1,5 +1,11 @@
 //! Requests built with opentelemetry-proto's types, sent as protobuf, OTLP/JSON and gzip, come
 //! out of `ingest` as the spans Agent-lightning 0.3.0 would store.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test: a failed step panics and fails it"
+)]
 
 mod common;
 

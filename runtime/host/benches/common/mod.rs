@@ -11,7 +11,7 @@ pub fn anchor_python() -> Option<PathBuf> {
         return Some(python);
     }
     println!(
-        "anchor: skipped, no venv at {} (cargo test -p agl-host --test python_client makes it)",
+        "anchor: skipped, no venv at {} (cargo test -p agl-host --test cli python_client makes it)",
         python.display()
     );
     None
