@@ -90,13 +90,21 @@ pub(crate) fn missing(tool: Tool, reason: &str) -> String {
 }
 
 /// The `target` folder of the build that made this executable: the nearest folder above it
-/// holding cargo's `CACHEDIR.TAG`.
+/// holding cargo's `CACHEDIR.TAG`, else (a `target` that existed before cargo first wrote into it
+/// has no tag, e.g. one `cargo install --root target/tools` made) the folder above the profile's
+/// (`target/<profile>/deps/<test>` or `target/<triple>/<profile>/deps/<test>`).
 pub fn target_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    exe.ancestors()
-        .skip(1)
-        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
-        .map(PathBuf::from)
+    let tagged = exe.ancestors().skip(1).find(|dir| dir.join("CACHEDIR.TAG").is_file());
+    let above_profile = || {
+        let profile = exe.parent().filter(|deps| deps.ends_with("deps"))?.parent()?;
+        let above = profile.parent()?;
+        match above.file_name()?.to_str()? {
+            name if name.contains('-') && above.parent()?.join(profile.file_name()?).is_dir() => above.parent(),
+            _ => Some(above),
+        }
+    };
+    tagged.or_else(above_profile).map(PathBuf::from)
 }
 
 #[cfg(test)]
