@@ -23,6 +23,10 @@ const EXACT: &[&str] = &[
     "MFLAGS",
     // `cargo clippy` of the parent would lint every guest dependency.
     "RUSTC_WORKSPACE_WRAPPER",
+    // Nightly features unlocked on a stable toolchain (CI's test runner sets it for libtest's
+    // per-test times): dependencies' build scripts would see another compiler, and every guest
+    // dependency would build again.
+    "RUSTC_BOOTSTRAP",
     // Set by cargo for the crate being built or tested.
     "CARGO_MANIFEST_DIR",
     "CARGO_MANIFEST_PATH",
@@ -61,6 +65,7 @@ mod tests {
             "RUSTFLAGS",
             "CARGO_MAKEFLAGS",
             "RUSTC_WORKSPACE_WRAPPER",
+            "RUSTC_BOOTSTRAP",
             "CARGO_MANIFEST_DIR",
             "CARGO_PKG_NAME",
             "CARGO_CFG_TARGET_OS",
