@@ -9,7 +9,7 @@
 //! Both are the generic `agl_store::BackedStore` over a backend of this crate: each supplies
 //! transactions over its `agl_store::Storage` (the shared transitions run over it) and the
 //! `agl_store::Rows` the shared reads load — written once for both as SQL (`sql/`) — and passes
-//! the same conformance suite (`runtime/store/tests/conformance`).
+//! the same conformance suite (`tests/store/conformance`, run on every backend).
 
 pub mod error;
 pub mod postgres;

@@ -26,7 +26,7 @@
 //! What limits this store is PostgreSQL's own work per statement, not the round trips: on the
 //! 2-core development machine its server processes take most of both cores under load while
 //! each call runs five to seven statements (see `runtime/host/benches/README.md`). Through the
-//! whole store (`tests/postgres.rs`, `throughput_figure`: enqueue, dequeue, succeed; 8 tasks,
+//! whole store (`tests/store/postgres.rs`, `throughput_figure`: enqueue, dequeue, succeed; 8 tasks,
 //! 8 connections; release build; fsync on) the same machine does about 900 rollouts/s
 //! (2,700 calls/s).
 

@@ -1,17 +1,18 @@
-// Property tests: random sequences of store operations (runners, algorithms, the clock and the
-// watchdog interleaved) must keep the store's invariants after every single step:
-// - every non-terminal rollout is queued exactly once or has a live latest attempt;
-// - nothing is lost (every rollout, attempt and span created can be found again);
-// - span sequence ids strictly increase per rollout;
-// - attempts never exceed max_attempts except through an explicit start_attempt;
-// - terminal rollouts and finished attempts have an end_time;
-// - a worker's status always matches its current attempt.
+//! Property tests: random sequences of store operations (runners, algorithms, the clock and the
+//! watchdog interleaved) must keep the store's invariants after every single step:
+//! - every non-terminal rollout is queued exactly once or has a live latest attempt;
+//! - nothing is lost (every rollout, attempt and span created can be found again);
+//! - span sequence ids strictly increase per rollout;
+//! - attempts never exceed max_attempts except through an explicit start_attempt;
+//! - terminal rollouts and finished attempts have an end_time;
+//! - a worker's status always matches its current attempt.
 
-
-use agl_store::*;
+use crate::backends::{manual_store, property_cases};
 use crate::common::*;
-use crate::manual_store;
+use agl_store::*;
+use agl_testkit::{Backend, each_backend};
 use proptest::prelude::*;
+use proptest::test_runner::{FileFailurePersistence, TestRunner};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
@@ -259,21 +260,33 @@ async fn check_ledger(store: &Store, ledger: &Ledger) {
     assert_eq!(stats.total_attempts, attempts, "no attempt lost");
 }
 
-proptest! {
-    // As many cases as the backend's harness affords (a database backend runs fewer: each call
-    // is a committed transaction).
-    #![proptest_config(ProptestConfig { cases: crate::PROPERTY_CASES, ..ProptestConfig::default() })]
-
-    #[test]
-    fn random_operation_sequences_keep_every_invariant(ops in prop::collection::vec(op(), 1..120)) {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+/// Random operation sequences, as many as the backend's harness affords
+/// ([`property_cases`]: a database backend runs fewer, each call being a committed transaction);
+/// failures are saved beside this file, as `proptest!` saves them.
+#[each_backend]
+fn random_operation_sequences_keep_every_invariant(backend: Backend) {
+    let config = ProptestConfig {
+        cases: property_cases(backend),
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
+        ..ProptestConfig::default()
+    };
+    let result = TestRunner::new(config).run(&prop::collection::vec(op(), 1..120), |ops| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
         runtime.block_on(async {
-            let (store, clock) = manual_store();
+            let (store, clock) = manual_store(backend);
             let mut ledger = Ledger::default();
             for op in ops {
                 apply(&store, &clock, &mut ledger, op).await;
                 check_ledger(&store, &ledger).await;
             }
         });
+        Ok(())
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
     }
 }

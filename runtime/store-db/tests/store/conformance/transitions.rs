@@ -1,18 +1,18 @@
-// The seed's status machine, one test per row of the rollout transition table and per arrow of
-// the attempt diagram (`store.md`), driven through each backend on a manual clock.
+//! The seed's status machine, one test per row of the rollout transition table and per arrow of
+//! the attempt diagram (`store.md`), driven through each backend on a manual clock.
 
-
+use crate::backends::manual_store;
+use crate::common::*;
 use agl_store::AttemptStatus as A;
 use agl_store::RolloutStatus as R;
 use agl_store::*;
-use crate::common::*;
-use crate::manual_store;
+use agl_testkit::{Backend, each_backend};
 
 // ---- rollout transition table ----------------------------------------------------------------
 
-#[tokio::test]
-async fn row_na_to_queuing_on_enqueue() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_na_to_queuing_on_enqueue(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let r = enqueue(&store, RolloutConfig::default()).await;
     assert_eq!(r.status, R::Queuing);
     assert!(r.end_time.is_none());
@@ -20,9 +20,9 @@ async fn row_na_to_queuing_on_enqueue() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn row_preparing_from_queuing_on_dequeue() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_preparing_from_queuing_on_dequeue(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     assert_eq!(ar.rollout.status, R::Preparing);
@@ -30,9 +30,9 @@ async fn row_preparing_from_queuing_on_dequeue() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn row_preparing_from_requeuing_on_dequeue() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_preparing_from_requeuing_on_dequeue(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, config(2, &[A::Failed])).await;
     let first = dequeue(&store, "w").await;
     set_attempt(&store, &first.attempt, A::Failed).await;
@@ -46,9 +46,9 @@ async fn row_preparing_from_requeuing_on_dequeue() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn row_preparing_on_start_rollout_and_start_attempt() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_preparing_on_start_rollout_and_start_attempt(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let started = store
         .start_rollout(StartRolloutRequest {
             rollout: EnqueueRolloutRequest::new(serde_json::json!("hello")),
@@ -67,9 +67,9 @@ async fn row_preparing_on_start_rollout_and_start_attempt() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn row_running_from_preparing_on_first_span() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_running_from_preparing_on_first_span(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     add_span(&store, &ar.attempt).await.unwrap();
@@ -78,9 +78,9 @@ async fn row_running_from_preparing_on_first_span() {
     assert_eq!(view.attempt.unwrap().status, A::Running);
 }
 
-#[tokio::test]
-async fn row_running_from_requeuing_and_queuing_on_span_of_latest_attempt() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn row_running_from_requeuing_and_queuing_on_span_of_latest_attempt(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     let mut cfg = config(2, &[A::Unresponsive]);
     cfg.unresponsive_seconds = Some(5.0);
     enqueue(&store, cfg).await;
@@ -107,9 +107,9 @@ async fn row_running_from_requeuing_and_queuing_on_span_of_latest_attempt() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn row_succeeded_from_any_on_succeeded_attempt() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_succeeded_from_any_on_succeeded_attempt(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     let attempt = set_attempt(&store, &ar.attempt, A::Succeeded).await;
@@ -120,10 +120,10 @@ async fn row_succeeded_from_any_on_succeeded_attempt() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn row_requeuing_when_status_in_retry_condition_and_attempts_left() {
+#[each_backend]
+async fn row_requeuing_when_status_in_retry_condition_and_attempts_left(backend: Backend) {
     for failure in [A::Failed, A::Timeout, A::Unresponsive] {
-        let (store, _) = manual_store();
+        let (store, _) = manual_store(backend);
         enqueue(&store, config(3, &[failure])).await;
         let ar = dequeue(&store, "w").await;
         set_attempt(&store, &ar.attempt, failure).await;
@@ -135,8 +135,8 @@ async fn row_requeuing_when_status_in_retry_condition_and_attempts_left() {
     }
 }
 
-#[tokio::test]
-async fn row_failed_when_not_retryable_or_out_of_attempts() {
+#[each_backend]
+async fn row_failed_when_not_retryable_or_out_of_attempts(backend: Backend) {
     for (max_attempts, retry_on, failure) in [
         (3, vec![], A::Failed),
         (3, vec![A::Timeout], A::Failed),
@@ -144,7 +144,7 @@ async fn row_failed_when_not_retryable_or_out_of_attempts() {
         (1, vec![A::Timeout], A::Timeout),
         (1, vec![A::Unresponsive], A::Unresponsive),
     ] {
-        let (store, _) = manual_store();
+        let (store, _) = manual_store(backend);
         enqueue(&store, config(max_attempts, &retry_on)).await;
         let ar = dequeue(&store, "w").await;
         set_attempt(&store, &ar.attempt, failure).await;
@@ -159,9 +159,9 @@ async fn row_failed_when_not_retryable_or_out_of_attempts() {
     }
 }
 
-#[tokio::test]
-async fn row_failed_when_the_last_allowed_attempt_fails() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_failed_when_the_last_allowed_attempt_fails(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, config(2, &[A::Failed])).await;
     let first = dequeue(&store, "w").await;
     set_attempt(&store, &first.attempt, A::Failed).await;
@@ -174,9 +174,9 @@ async fn row_failed_when_the_last_allowed_attempt_fails() {
     assert!(store.dequeue_rollout(None).await.unwrap().is_none());
 }
 
-#[tokio::test]
-async fn row_cancelled_from_any_on_update_rollout() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn row_cancelled_from_any_on_update_rollout(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let first = enqueue(&store, RolloutConfig::default()).await;
     let queued = enqueue(&store, RolloutConfig::default()).await;
     let running = dequeue(&store, "w").await;
@@ -217,9 +217,9 @@ async fn row_cancelled_from_any_on_update_rollout() {
 
 // ---- attempt diagram ---------------------------------------------------------------------------
 
-#[tokio::test]
-async fn arrow_start_to_preparing_by_dequeue_start_rollout_or_start_attempt() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn arrow_start_to_preparing_by_dequeue_start_rollout_or_start_attempt(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     assert_eq!(dequeue(&store, "w").await.attempt.status, A::Preparing);
     let started = store
@@ -240,9 +240,9 @@ async fn arrow_start_to_preparing_by_dequeue_start_rollout_or_start_attempt() {
     );
 }
 
-#[tokio::test]
-async fn arrow_preparing_to_running_on_first_span() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn arrow_preparing_to_running_on_first_span(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     clock.advance(1.5);
@@ -252,10 +252,10 @@ async fn arrow_preparing_to_running_on_first_span() {
     assert_eq!(attempt.last_heartbeat_time, Some(T0 + 1.5));
 }
 
-#[tokio::test]
-async fn arrow_preparing_to_succeeded_or_failed_by_update_attempt() {
+#[each_backend]
+async fn arrow_preparing_to_succeeded_or_failed_by_update_attempt(backend: Backend) {
     for outcome in [A::Succeeded, A::Failed] {
-        let (store, _) = manual_store();
+        let (store, _) = manual_store(backend);
         enqueue(&store, RolloutConfig::default()).await;
         let ar = dequeue(&store, "w").await;
         let attempt = store
@@ -271,10 +271,10 @@ async fn arrow_preparing_to_succeeded_or_failed_by_update_attempt() {
     }
 }
 
-#[tokio::test]
-async fn arrow_running_to_succeeded_or_failed_by_update_attempt() {
+#[each_backend]
+async fn arrow_running_to_succeeded_or_failed_by_update_attempt(backend: Backend) {
     for outcome in [A::Succeeded, A::Failed] {
-        let (store, _) = manual_store();
+        let (store, _) = manual_store(backend);
         enqueue(&store, RolloutConfig::default()).await;
         let ar = dequeue(&store, "w").await;
         add_span(&store, &ar.attempt).await;
@@ -284,10 +284,10 @@ async fn arrow_running_to_succeeded_or_failed_by_update_attempt() {
     }
 }
 
-#[tokio::test]
-async fn arrow_running_and_preparing_to_timeout_by_watchdog() {
+#[each_backend]
+async fn arrow_running_and_preparing_to_timeout_by_watchdog(backend: Backend) {
     for with_span in [true, false] {
-        let (store, clock) = manual_store();
+        let (store, clock) = manual_store(backend);
         let mut cfg = config(1, &[]);
         cfg.timeout_seconds = Some(10.0);
         enqueue(&store, cfg).await;
@@ -296,7 +296,11 @@ async fn arrow_running_and_preparing_to_timeout_by_watchdog() {
             add_span(&store, &ar.attempt).await;
         }
         clock.advance(10.0);
-        assert_eq!(store.run_watchdog().await.unwrap(), 0, "exactly at the limit is not over it");
+        assert_eq!(
+            store.run_watchdog().await.unwrap(),
+            0,
+            "exactly at the limit is not over it"
+        );
         clock.advance(0.5);
         // The watchdog also runs before any call: a read sees the verdict without a tick.
         let attempt = store.get_latest_attempt(&ar.rollout.rollout_id).await.unwrap().unwrap();
@@ -307,9 +311,9 @@ async fn arrow_running_and_preparing_to_timeout_by_watchdog() {
     }
 }
 
-#[tokio::test]
-async fn arrow_running_to_unresponsive_by_watchdog_counting_from_last_heartbeat() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn arrow_running_to_unresponsive_by_watchdog_counting_from_last_heartbeat(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     let mut cfg = config(1, &[]);
     cfg.unresponsive_seconds = Some(5.0);
     enqueue(&store, cfg).await;
@@ -324,9 +328,9 @@ async fn arrow_running_to_unresponsive_by_watchdog_counting_from_last_heartbeat(
     assert_eq!(attempt.status, A::Unresponsive);
 }
 
-#[tokio::test]
-async fn arrow_preparing_to_unresponsive_by_watchdog_counting_from_start() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn arrow_preparing_to_unresponsive_by_watchdog_counting_from_start(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     let mut cfg = config(1, &[]);
     cfg.unresponsive_seconds = Some(5.0);
     enqueue(&store, cfg).await;
@@ -344,9 +348,9 @@ async fn arrow_preparing_to_unresponsive_by_watchdog_counting_from_start() {
     );
 }
 
-#[tokio::test]
-async fn arrow_unresponsive_to_running_on_span() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn arrow_unresponsive_to_running_on_span(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     let mut cfg = config(1, &[]);
     cfg.unresponsive_seconds = Some(5.0);
     enqueue(&store, cfg).await;
@@ -366,9 +370,9 @@ async fn arrow_unresponsive_to_running_on_span() {
     assert_eq!(rollout(&store, &ar.rollout.rollout_id).await.rollout.status, R::Failed);
 }
 
-#[tokio::test]
-async fn a_revived_attempt_of_a_requeued_rollout_is_watched_again() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn a_revived_attempt_of_a_requeued_rollout_is_watched_again(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     let mut cfg = config(3, &[A::Unresponsive]);
     cfg.unresponsive_seconds = Some(5.0);
     enqueue(&store, cfg).await;

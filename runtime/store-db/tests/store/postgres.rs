@@ -1,75 +1,15 @@
-//! The store's conformance suite (`runtime/store/tests/conformance/`: the status machine,
-//! behaviour, property tests) on the PostgreSQL backend, each test on a fresh database of the
-//! throwaway server `agl-testkit` starts; then what only a shared database has: replicas (several
-//! stores on one database) handing out each rollout once, waking each other's waits, sharing the
-//! watchdog and the migration; and how opening fails.
-//!
-//! Every test here needs PostgreSQL: without it (and not under CI, where it is required) each is
-//! ignored, with the reason (`#[agl_testkit::needs(postgres)]`; the conformance suite's `#[test]`
-//! and `#[tokio::test]` are `agl_testkit::needs_postgres`'s). None runs on another backend.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test: a failed step panics and fails it"
-)]
+//! What only a shared PostgreSQL database has, beyond the conformance suite (which runs on
+//! PostgreSQL from `main.rs`'s backend list): replicas (several stores on one database) handing
+//! out each rollout once, waking each other's waits, sharing the watchdog and the migration; and
+//! how opening fails. Every test here needs PostgreSQL (`#[agl_testkit::needs(postgres)]`).
 
-#[path = "../../store/tests/common/mod.rs"]
-mod common;
-
+use crate::backends::manual_options;
+use crate::common;
 use agl_store::*;
 use agl_store_db::postgres::{RECHECK, SCHEMA_VERSION};
 use agl_store_db::{DbError, DbUrl, PostgresLightningStore};
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Random operation sequences the property test tries (each on a database of its own).
-pub const PROPERTY_CASES: u32 = 8;
-
-fn manual_options(clock: &ManualClock) -> StoreOptions {
-    StoreOptions {
-        watchdog_interval: None,
-        clock: Arc::new(clock.clone()),
-    }
-}
-
-/// A store whose time moves only when the test says so, with no background tick.
-pub fn manual_store() -> (Arc<dyn StoreBackend>, ManualClock) {
-    let clock = ManualClock::new(common::T0);
-    let url = agl_testkit::postgres::server().fresh_database();
-    let store: Arc<dyn StoreBackend> =
-        Arc::new(PostgresLightningStore::open(&url, manual_options(&clock)).expect("PostgreSQL store"));
-    (store, clock)
-}
-
-/// A store on the system clock, with this background watchdog tick (needs a Tokio runtime).
-pub fn live_store(watchdog_interval: Option<Duration>) -> Arc<dyn StoreBackend> {
-    let options = StoreOptions {
-        watchdog_interval,
-        ..StoreOptions::default()
-    };
-    let url = agl_testkit::postgres::server().fresh_database();
-    Arc::new(PostgresLightningStore::open(&url, options).expect("PostgreSQL store"))
-}
-
-mod transitions {
-    #[allow(unused_imports)] // the suite file may use only one of them
-    use agl_testkit::needs_postgres::{test, tokio};
-    include!("../../store/tests/conformance/transitions.rs");
-}
-
-mod behaviour {
-    #[allow(unused_imports)] // the suite file may use only one of them
-    use agl_testkit::needs_postgres::{test, tokio};
-    include!("../../store/tests/conformance/behaviour.rs");
-}
-
-mod properties {
-    #[allow(unused_imports)] // the suite file may use only one of them
-    use agl_testkit::needs_postgres::{test, tokio};
-    include!("../../store/tests/conformance/properties.rs");
-}
 
 // ---- replicas: several stores on one database ----------------------------------------------------
 
@@ -433,9 +373,8 @@ fn an_unknown_user_is_one_error_naming_the_url() {
 }
 
 /// The figure in `src/postgres/mod.rs`'s doc: enqueue + dequeue + succeed round trips per
-/// second, 8 tasks over one store. `cargo test -p agl-store-db --test postgres --release --
-/// --ignored --nocapture throughput_figure`.
-#[agl_testkit::needs(postgres)]
+/// second, 8 tasks over one store. `cargo test -p agl-store-db --test store --release --
+/// --ignored --nocapture throughput_figure` (needs PostgreSQL; always ignored otherwise).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
 async fn throughput_figure() {

@@ -1,21 +1,21 @@
-// The store's behaviour beyond the status table: spans and sequence ids, workers, resources,
-// queries, waits, the background watchdog, bad input, and many concurrent callers.
+//! The store's behaviour beyond the status table: spans and sequence ids, workers, resources,
+//! queries, waits, the background watchdog, bad input, and many concurrent callers.
 
-
+use crate::backends::{live_store, manual_store};
+use crate::common::*;
 use agl_store::AttemptStatus as A;
 use agl_store::RolloutStatus as R;
 use agl_store::*;
-use crate::common::*;
-use crate::{live_store, manual_store};
+use agl_testkit::{Backend, each_backend};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 // ---- spans and sequence ids --------------------------------------------------------------------
 
-#[tokio::test]
-async fn a_duplicate_span_is_not_stored_twice() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn a_duplicate_span_is_not_stored_twice(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     let span = span_for(&ar.attempt, 1, "00000000000000aa");
@@ -36,9 +36,9 @@ async fn a_duplicate_span_is_not_stored_twice() {
     assert_eq!(store.statistics().await.unwrap().total_spans, 3);
 }
 
-#[tokio::test]
-async fn the_same_span_id_may_appear_once_per_attempt() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn the_same_span_id_may_appear_once_per_attempt(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, config(2, &[A::Failed])).await;
     let first = dequeue(&store, "w").await;
     assert!(
@@ -59,9 +59,9 @@ async fn the_same_span_id_may_appear_once_per_attempt() {
     );
 }
 
-#[tokio::test]
-async fn sequence_ids_count_per_rollout_across_attempts_and_explicit_ids_raise_the_counter() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn sequence_ids_count_per_rollout_across_attempts_and_explicit_ids_raise_the_counter(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, config(2, &[A::Failed])).await;
     enqueue(&store, RolloutConfig::default()).await;
     let a = dequeue(&store, "w").await;
@@ -91,9 +91,9 @@ async fn sequence_ids_count_per_rollout_across_attempts_and_explicit_ids_raise_t
     assert_eq!(batch, vec![42, 2, 43]);
 }
 
-#[tokio::test]
-async fn spans_are_queried_per_rollout_with_filters_and_attempt_selection() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn spans_are_queried_per_rollout_with_filters_and_attempt_selection(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, config(2, &[A::Failed])).await;
     let first = dequeue(&store, "w").await;
     let mut llm = span_for(&first.attempt, 1, "0000000000000001");
@@ -156,9 +156,9 @@ async fn spans_are_queried_per_rollout_with_filters_and_attempt_selection() {
     assert_eq!(unknown.total, 0);
 }
 
-#[tokio::test]
-async fn extra_span_fields_survive_storage() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn extra_span_fields_survive_storage(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     let mut span = span_for(&ar.attempt, 1, "0000000000000001");
@@ -175,9 +175,9 @@ async fn extra_span_fields_survive_storage() {
 
 // ---- workers ---------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn worker_status_follows_its_attempts() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn worker_status_follows_its_attempts(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     assert!(store.dequeue_rollout(Some("w")).await.unwrap().is_none());
     let w = store.get_worker_by_id("w").await.unwrap().unwrap();
     assert_eq!(
@@ -242,9 +242,9 @@ async fn worker_status_follows_its_attempts() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn an_old_attempt_finishing_does_not_take_its_worker_off_newer_work() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn an_old_attempt_finishing_does_not_take_its_worker_off_newer_work(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     enqueue(&store, RolloutConfig::default()).await;
     let old = dequeue(&store, "w").await;
@@ -270,9 +270,9 @@ fn prompt(template: &str) -> NamedResources {
     resources
 }
 
-#[tokio::test]
-async fn resources_are_versioned_and_the_latest_is_the_default_for_new_rollouts() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn resources_are_versioned_and_the_latest_is_the_default_for_new_rollouts(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     assert!(store.get_latest_resources().await.unwrap().is_none());
     let r0 = enqueue(&store, RolloutConfig::default()).await;
     assert_eq!(r0.resources_id, None);
@@ -323,9 +323,9 @@ async fn resources_are_versioned_and_the_latest_is_the_default_for_new_rollouts(
 
 // ---- what Agent-lightning 0.3.0 accepts without a lookup (collection_based.py) -------------------
 
-#[tokio::test]
-async fn an_unknown_resources_id_is_kept_on_enqueue_start_and_update_as_0_3_0_does() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn an_unknown_resources_id_is_kept_on_enqueue_start_and_update_as_0_3_0_does(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let queued = store
         .enqueue_rollout(EnqueueRolloutRequest::new(json!(1)).resources_id("rs-nowhere"))
         .await
@@ -362,9 +362,9 @@ async fn an_unknown_resources_id_is_kept_on_enqueue_start_and_update_as_0_3_0_do
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn span_sequence_ids_are_issued_for_unknown_rollouts_and_attempts_as_0_3_0_does() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn span_sequence_ids_are_issued_for_unknown_rollouts_and_attempts_as_0_3_0_does(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let ids = |r: &'static str, a: &'static str| {
         let store = store.clone();
         async move {
@@ -405,9 +405,9 @@ async fn span_sequence_ids_are_issued_for_unknown_rollouts_and_attempts_as_0_3_0
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn rollouts_are_queried_with_filters_logic_sorting_and_pages() {
-    let (store, clock) = manual_store();
+#[each_backend]
+async fn rollouts_are_queried_with_filters_logic_sorting_and_pages(backend: Backend) {
+    let (store, clock) = manual_store(backend);
     let mut ids = Vec::new();
     for _ in 0..6 {
         clock.advance(1.0);
@@ -472,9 +472,9 @@ async fn rollouts_are_queried_with_filters_logic_sorting_and_pages() {
     );
 }
 
-#[tokio::test]
-async fn bad_arguments_are_typed_errors() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn bad_arguments_are_typed_errors(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let invalid = |r: StoreResult<_>| matches!(r, Err(StoreError::InvalidArgument(_)));
     assert!(invalid(
         store
@@ -582,9 +582,9 @@ async fn bad_arguments_are_typed_errors() {
     );
 }
 
-#[tokio::test]
-async fn update_rollout_changes_only_the_keys_present() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn update_rollout_changes_only_the_keys_present(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let r = store
         .enqueue_rollout(EnqueueRolloutRequest::new(json!({"q": 1})).mode(Mode::Train))
         .await
@@ -603,9 +603,9 @@ async fn update_rollout_changes_only_the_keys_present() {
 
 // ---- waiting -----------------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wait_for_rollouts_wakes_when_the_last_one_finishes() {
-    let store = live_store(Some(Duration::from_millis(250)));
+#[each_backend(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_rollouts_wakes_when_the_last_one_finishes(backend: Backend) {
+    let store = live_store(backend, Some(Duration::from_millis(250)));
     let a = enqueue(&store, RolloutConfig::default()).await;
     let b = enqueue(&store, RolloutConfig::default()).await;
     let ids = vec![a.rollout_id.clone(), b.rollout_id.clone(), "ro-unknown".to_string()];
@@ -639,9 +639,9 @@ async fn wait_for_rollouts_wakes_when_the_last_one_finishes() {
     assert!(elapsed < Duration::from_secs(30), "woken by the event, not the timeout");
 }
 
-#[tokio::test]
-async fn wait_for_rollouts_returns_what_finished_when_the_timeout_passes() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn wait_for_rollouts_returns_what_finished_when_the_timeout_passes(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let a = enqueue(&store, RolloutConfig::default()).await;
     let b = enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
@@ -665,9 +665,9 @@ async fn wait_for_rollouts_returns_what_finished_when_the_timeout_passes() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_background_watchdog_times_out_an_attempt_with_no_calls_arriving() {
-    let store = live_store(Some(Duration::from_millis(10)));
+#[each_backend(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_watchdog_times_out_an_attempt_with_no_calls_arriving(backend: Backend) {
+    let store = live_store(backend, Some(Duration::from_millis(10)));
     let cfg = RolloutConfig {
         timeout_seconds: Some(0.05),
         ..RolloutConfig::default()
@@ -687,35 +687,48 @@ async fn the_background_watchdog_times_out_an_attempt_with_no_calls_arriving() {
     assert_eq!(attempt.status, A::Timeout);
 }
 
-#[tokio::test]
-async fn a_call_that_finds_the_watchdog_due_acts_on_it_first() {
+#[each_backend]
+async fn a_call_that_finds_the_watchdog_due_acts_on_it_first(backend: Backend) {
     // The dequeue and the add_span are the first calls after the deadline: each must see the
     // watchdog's verdict (a PostgreSQL store assumes nothing is due and runs the call again
     // when that was wrong).
-    let (store, clock) = manual_store();
+    let (store, clock) = manual_store(backend);
     let mut cfg = config(2, &[A::Timeout]);
     cfg.timeout_seconds = Some(5.0);
     let r = enqueue(&store, cfg).await;
     dequeue(&store, "w").await;
     clock.advance(6.0);
     let second = store.dequeue_rollouts(1, Some("w")).await.unwrap();
-    assert_eq!(second.len(), 1, "the timed-out rollout, requeued before the dequeue looked");
+    assert_eq!(
+        second.len(),
+        1,
+        "the timed-out rollout, requeued before the dequeue looked"
+    );
     assert_eq!(second[0].rollout.rollout_id, r.rollout_id);
     assert_eq!(second[0].attempt.sequence_id, 2);
-    let attempts = store.query_attempts(&r.rollout_id, &AttemptQuery::default()).await.unwrap();
+    let attempts = store
+        .query_attempts(&r.rollout_id, &AttemptQuery::default())
+        .await
+        .unwrap();
     assert_eq!(attempts.items[0].status, A::Timeout);
     clock.advance(6.0);
     // The second attempt is over its limit too: a span for it arrives after the verdict.
-    let late = store.add_span(span_for(&second[0].attempt, 1, "00000000000000cc")).await.unwrap();
+    let late = store
+        .add_span(span_for(&second[0].attempt, 1, "00000000000000cc"))
+        .await
+        .unwrap();
     assert!(late.is_some(), "a span for a timed-out attempt is still kept");
     assert_eq!(rollout(&store, &r.rollout_id).await.rollout.status, R::Failed);
-    assert_eq!(store.get_latest_attempt(&r.rollout_id).await.unwrap().unwrap().status, A::Timeout);
+    assert_eq!(
+        store.get_latest_attempt(&r.rollout_id).await.unwrap().unwrap().status,
+        A::Timeout
+    );
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_dropped_wait_leaves_no_waiter_behind() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn a_dropped_wait_leaves_no_waiter_behind(backend: Backend) {
+    let (store, _) = manual_store(backend);
     let r = enqueue(&store, RolloutConfig::default()).await;
     let ids = [r.rollout_id.clone()];
     let wait = store.wait_for_rollouts(&ids, None);
@@ -727,9 +740,9 @@ async fn a_dropped_wait_leaves_no_waiter_behind() {
 
 // ---- concurrency -------------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn many_concurrent_runners_lose_nothing() {
-    let store = live_store(Some(Duration::from_millis(250)));
+#[each_backend(flavor = "multi_thread", worker_threads = 4)]
+async fn many_concurrent_runners_lose_nothing(backend: Backend) {
+    let store = live_store(backend, Some(Duration::from_millis(250)));
     let total = 2_000;
     let requests = (0..total)
         .map(|i| EnqueueRolloutRequest::new(json!({ "i": i })))
@@ -794,9 +807,9 @@ async fn many_concurrent_runners_lose_nothing() {
     store.check_invariants().await.unwrap();
 }
 
-#[tokio::test]
-async fn spans_arriving_out_of_sequence_order_come_back_sorted() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn spans_arriving_out_of_sequence_order_come_back_sorted(backend: Backend) {
+    let (store, _) = manual_store(backend);
     enqueue(&store, RolloutConfig::default()).await;
     let ar = dequeue(&store, "w").await;
     for (seq, id) in [(2, "b"), (1, "a"), (3, "c"), (1, "a2")] {
@@ -815,9 +828,9 @@ async fn spans_arriving_out_of_sequence_order_come_back_sorted() {
     assert_eq!(ids(store.query_spans(&by_name).await.unwrap()), ["a2", "b"]);
 }
 
-#[test]
-fn plain_os_threads_each_with_their_own_runtime_share_one_store() {
-    let store = live_store(None);
+#[each_backend]
+fn plain_os_threads_each_with_their_own_runtime_share_one_store(backend: Backend) {
+    let store = live_store(backend, None);
     let per_thread = 500;
     let threads: Vec<_> = (0..4)
         .map(|t| {
@@ -867,9 +880,9 @@ fn plain_os_threads_each_with_their_own_runtime_share_one_store() {
 
 // ---- the run record ------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn the_run_record_is_kept_and_replaced() {
-    let (store, _) = manual_store();
+#[each_backend]
+async fn the_run_record_is_kept_and_replaced(backend: Backend) {
+    let (store, _) = manual_store(backend);
     assert_eq!(store.run_record().await.unwrap(), None);
     let mut record = RunRecord {
         run_id: "run-20261124-210512-3f2a".into(),

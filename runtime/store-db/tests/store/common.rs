@@ -1,6 +1,5 @@
-//! Shared helpers of the store's conformance suite (`tests/conformance/`), for any backend: each
-//! backend's test file defines `manual_store()` (a store on a manual clock, no background tick)
-//! and `live_store(tick)` (the system clock), and includes the suite's files.
+//! Shared helpers of the store's conformance suite (`conformance/`), for any backend (the
+//! stores themselves come from `main.rs`'s `backends`).
 
 #![allow(dead_code)]
 
