@@ -1,9 +1,9 @@
 //! Lists the SDK files embedded in this crate from their folders, so that a module added to
 //! `sdk/python/agl` or `sdk/js/src` is embedded without editing a list: writes
 //! `$OUT_DIR/python_sdk_files.rs` (every `*.py` of `sdk/python/agl`) and
-//! `$OUT_DIR/js_sdk_files.rs` (every `*.js` of `sdk/js/src`, `package.json` and the build
-//! script), each a slice of `(name, include_str!(path))` that `python/sdk.rs` and `js/sdk.rs`
-//! include.
+//! `$OUT_DIR/js_sdk_files.rs` (every `*.js` of `sdk/js/src` and its subfolders, such as
+//! `capabilities/`, `package.json` and the build script), each a slice of
+//! `(name, include_str!(path))` that `python/sdk.rs` and `js/sdk.rs` include.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -25,6 +25,27 @@ fn files(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
             (name.ends_with(suffix) && !name.starts_with('.')).then(|| (name, entry.path()))
         })
         .collect();
+    found.sort();
+    found
+}
+
+/// The files of `dir` and its subfolders whose names end with `suffix` (hidden ones left out),
+/// named by their path under `dir` with `/` between folders, sorted.
+fn files_deep(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
+    let mut found = files(dir, suffix);
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    for entry in entries.filter_map(Result::ok) {
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) && !name.starts_with('.') {
+            found.extend(
+                files_deep(&entry.path(), suffix)
+                    .into_iter()
+                    .map(|(inner, path)| (format!("{name}/{inner}"), path)),
+            );
+        }
+    }
     found.sort();
     found
 }
@@ -57,7 +78,7 @@ fn main() {
     );
     std::fs::write(out.join("python_sdk_files.rs"), python_list).expect("write python_sdk_files.rs");
 
-    let js_files = files(&js.join("src"), ".js");
+    let js_files = files_deep(&js.join("src"), ".js");
     let package = js.join("package.json");
     let build_script = manifest.join("src/js/build.mjs");
     let js_list = slice(

@@ -115,10 +115,6 @@ export declare class Ctx {
   readonly mode: Mode | undefined;
   readonly resourcesId: string | undefined;
   readonly llm: Llm;
-  /** The primary reward (a later one replaces an earlier one as final). */
-  reward(value: number): void;
-  /** One of several named rewards. */
-  reward(name: string, value: number): void;
   resource(name: string): Resource | undefined;
   /** The prompt template resource `name`, else `fallbackTemplate` inline, else a PromptError. */
   prompt(name: string, fallbackTemplate?: string): Prompt;
@@ -135,6 +131,16 @@ export declare class Ctx {
   object(value: unknown): void;
   /** Runs `body` inside an operation span; an exception marks the span failed and is thrown on. */
   operation<T>(name: string, body: () => T): T;
+}
+
+// The members capability modules (src/capabilities/*.js) add to Ctx: one merged declaration each.
+
+/** Capability `reward` (src/capabilities/reward.js). */
+export interface Ctx {
+  /** The primary reward (a later one replaces an earlier one as final). */
+  reward(value: number): void;
+  /** One of several named rewards. */
+  reward(name: string, value: number): void;
 }
 
 /** What the agent function may return: the final reward, or nothing (then `ctx.reward` counts). */

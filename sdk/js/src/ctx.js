@@ -1,7 +1,11 @@
 // `Ctx`: what one attempt of a rollout can reach — who is running (the WIT rollout-context), the
-// LLM, rewards, the rollout's resources and prompts, logs, messages, objects and operation spans.
+// LLM, the rollout's resources and prompts, logs, messages, objects and operation spans, and the
+// members every capability module adds (`agl:capabilities`, see capability.js; rewards are one).
 // Every call goes to the host, which records it as a span of the attempt.
 
+import capabilities from 'agl:capabilities';
+
+import { attachHost, defineMembers } from './capability.js';
 import { AglError, PromptError, describe } from './errors.js';
 import { Llm } from './llm.js';
 import { Prompt } from './prompt.js';
@@ -13,13 +17,6 @@ const KIND_WORDS = {
   llm: 'an LLM endpoint',
   'proxy-llm': 'a proxy LLM endpoint',
 };
-
-function rewardValue(value, what) {
-  if (typeof value !== 'number') {
-    throw new AglError(`${what} must be a number, not ${value === null ? 'null' : typeof value}`);
-  }
-  return value;
-}
 
 /** The agent's view of a WIT `resource` variant. */
 function fromWitResource(resource) {
@@ -41,6 +38,7 @@ export class Ctx {
 
   constructor(context, host) {
     this.#host = host;
+    attachHost(this, host);
     this.#llm = new Llm(host);
     /** The WIT rollout-context as the host gave it. */
     this.context = Object.freeze({ ...context });
@@ -74,18 +72,6 @@ export class Ctx {
   /** The host's LLM. */
   get llm() {
     return this.#llm;
-  }
-
-  /** `reward(value)`: the primary reward; `reward(name, value)`: one of several named rewards. */
-  reward(nameOrValue, value) {
-    if (value === undefined) {
-      this.#host.emit(rewardValue(nameOrValue, 'a reward'));
-    } else {
-      if (typeof nameOrValue !== 'string') {
-        throw new AglError(`a reward name must be a string, not ${typeof nameOrValue}`);
-      }
-      this.#host.emitNamed(nameOrValue, rewardValue(value, `reward ${nameOrValue}`));
-    }
   }
 
   /** The resource called `name` in this attempt's resources, or undefined. */
@@ -194,4 +180,9 @@ export class Ctx {
     host.endOperation(handle, undefined);
     return result;
   }
+}
+
+// Every capability's Ctx members, as if written in the class body.
+for (const capability of capabilities) {
+  defineMembers(Ctx.prototype, capability.ctx, 'Ctx');
 }

@@ -28,6 +28,8 @@ export { Ctx } from './ctx.js';
 export { Llm } from './llm.js';
 export { Prompt } from './prompt.js';
 export { formatTemplate } from './template.js';
+// What capability modules export (src/capabilities/*.js, see capability.js).
+export * from 'agl:capabilities';
 
 /** The WIT package this SDK speaks. */
 export const WIT_PACKAGE = 'agl:agent@0.2.0';

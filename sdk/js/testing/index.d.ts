@@ -36,8 +36,15 @@ export declare class LocalHost {
   readonly logs: Array<[string, string]>;
   readonly messages: string[];
   readonly objects: unknown[];
-  readonly rewards: Array<[string | undefined, number]>;
   readonly operations: Array<{ name: string; ended: boolean; error: string | undefined }>;
+}
+
+// What the fakes of capability modules (src/capabilities/*.js) add to LocalHost (and to
+// LocalHostOptions, for one that takes options): one merged declaration each.
+
+/** Capability `reward`: `[name, value]` per reward, the name undefined for the primary one. */
+export interface LocalHost {
+  readonly rewards: Array<[string | undefined, number]>;
 }
 
 export declare const DEFAULT_CONTEXT: RolloutContext;

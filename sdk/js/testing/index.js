@@ -1,7 +1,8 @@
 // Testing an agent under Node, without agl-host or WebAssembly. `LocalHost` plays the host:
 // prompt templates and other resources from plain objects, LLM replies from a function, and a
-// record of every call (requests, logs, messages, objects, rewards, operations). `run` runs one
-// attempt of an exported rollout exactly as the component does, exceptions included.
+// record of every call (requests, logs, messages, objects, operations, and what each capability
+// module's fake records: rewards, ...). `run` runs one attempt of an exported rollout exactly as
+// the component does, exceptions included.
 //
 //   // node --import <sdk>/testing/register.js --test
 //   import { LocalHost, run } from 'agl/testing';
@@ -10,6 +11,9 @@
 //   const outcome = await run(rollout, { question: '12+7?', answer: '19' }, host);
 //   assert.equal(outcome.reward, 1);
 
+import capabilities from 'agl:capabilities';
+
+import { defineMembers } from '../src/capability.js';
 import { LlmError, describe } from '../src/errors.js';
 import { runAttempt } from '../src/rollout.js';
 import { formatTemplate } from '../src/template.js';
@@ -28,7 +32,8 @@ export class LocalHost {
    * returns it; `reply(request)`: the model, returning a string or `{content, toolCalls, ...}`, or
    * throwing an LlmError (an `agl` LlmError subclass) to refuse the call.
    */
-  constructor({ prompts = {}, resources = {}, reply } = {}) {
+  constructor(options = {}) {
+    const { prompts = {}, resources = {}, reply } = options;
     this.resources = { ...resources };
     for (const [name, template] of Object.entries(prompts)) {
       this.resources[name] = { kind: 'prompt-template', template, engine: 'f-string' };
@@ -38,8 +43,10 @@ export class LocalHost {
     this.logs = [];
     this.messages = [];
     this.objects = [];
-    this.rewards = [];
     this.operations = [];
+    for (const capability of capabilities) {
+      Object.assign(this, capability.local?.state?.(options));
+    }
   }
 
   chat(request) {
@@ -68,14 +75,6 @@ export class LocalHost {
       usage: reply.usage ?? { inputTokens: 0, outputTokens: 0 },
       model: reply.model ?? 'local',
     };
-  }
-
-  emit(value) {
-    this.rewards.push([undefined, value]);
-  }
-
-  emitNamed(name, value) {
-    this.rewards.push([name, value]);
   }
 
   get(name) {
@@ -135,6 +134,11 @@ export class LocalHost {
       operation.error = error;
     }
   }
+}
+
+// Every capability's fake functions, as if written in the class body.
+for (const capability of capabilities) {
+  defineMembers(LocalHost.prototype, capability.local?.imports, 'LocalHost');
 }
 
 /** The rollout context `run` uses unless given one. */

@@ -1,7 +1,8 @@
 // agl-host's build of a JavaScript guest folder (embedded in agl-host, run with the toolchain's
 // Node modules): read package.json, install its `dependencies` when the folder has no
 // node_modules, bundle the entry module with esbuild into one ES module (the `agl` SDK and the
-// dependencies inlined, the host's `agl:agent/*` imports left as imports), then componentize it
+// dependencies inlined, the host's `agl:agent/*` imports left as imports, `agl:capabilities` the
+// SDK's capability modules: see the SDK's src/capability.js), then componentize it
 // with componentize-js against the world. Errors go to stderr as the tools wrote them (esbuild's
 // name the user's file and line); the exit status is 1 for the guest's fault, 2 for a bad call.
 //
@@ -9,7 +10,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -106,6 +107,26 @@ function dependencyPaths(dir, work, dependencies) {
   return [join(target, 'node_modules')];
 }
 
+/**
+ * The esbuild plugin that resolves the SDK's virtual module `agl:capabilities` to one importing
+ * every module of `<sdk>/src/capabilities/` (testing/hooks.js does the same under Node).
+ */
+async function capabilitiesPlugin(sdk) {
+  const { capabilitiesSource, capabilityFiles } = await import(pathToFileURL(join(sdk, 'src', 'capability.js')).href);
+  const folder = join(sdk, 'src', 'capabilities');
+  return {
+    name: 'agl-capabilities',
+    setup(build) {
+      build.onResolve({ filter: /^agl:capabilities$/ }, () => ({ path: 'agl:capabilities', namespace: 'agl-capabilities' }));
+      build.onLoad({ filter: /.*/, namespace: 'agl-capabilities' }, () => ({
+        contents: capabilitiesSource(capabilityFiles(readdirSync(folder)).map((name) => join(folder, name))),
+        resolveDir: folder,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
 async function main() {
   const opts = args();
   const dir = resolve(opts.dir);
@@ -129,6 +150,7 @@ async function main() {
       conditions: ['import', 'default'],
       external: ['agl:agent/*', 'wasi:*'],
       alias: { agl: join(resolve(opts.sdk), 'src', 'index.js') },
+      plugins: [await capabilitiesPlugin(resolve(opts.sdk))],
       nodePaths: dependencyPaths(dir, resolve(opts.work), dependencies),
       outfile: bundle,
       logLevel: 'silent',

@@ -12,9 +12,9 @@ use crate::error::GuestBuildError;
 /// The build script, run by Node with the toolchain's modules.
 pub(crate) const BUILD_SCRIPT: &str = "build.mjs";
 
-/// The embedded files: (path in the SDK folder, text): every `*.js` of `sdk/js/src`,
-/// `package.json` and the build script, listed by `build.rs`. `src/index.js` is what
-/// `import 'agl'` resolves to in a guest.
+/// The embedded files: (path in the SDK folder, text): every `*.js` of `sdk/js/src` and its
+/// subfolders (`src/capabilities/...`), `package.json` and the build script, listed by
+/// `build.rs`. `src/index.js` is what `import 'agl'` resolves to in a guest.
 pub(crate) const SDK_FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/js_sdk_files.rs"));
 
 /// Hex SHA-256 of the embedded files (names and texts): part of every JS guest's fingerprint.
@@ -39,16 +39,30 @@ pub(crate) fn write_sdk(cache_dir: &Path) -> Result<PathBuf, GuestBuildError> {
 mod tests {
     use super::*;
 
+    /// `src/...` names of the `*.js` files under `dir`, subfolders included.
+    fn modules_under(dir: &Path, prefix: &str, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir)
+            .expect("an SDK folder")
+            .filter_map(|entry| entry.ok())
+        {
+            let name = format!("{prefix}/{}", entry.file_name().to_string_lossy());
+            if entry.path().is_dir() {
+                modules_under(&entry.path(), &name, found);
+            } else if name.ends_with(".js") {
+                found.push(name);
+            }
+        }
+    }
+
     #[test]
     fn every_sdk_module_is_embedded() {
-        let src = crate::repo_root().join("sdk/js/src");
-        let mut on_disk: Vec<String> = std::fs::read_dir(&src)
-            .expect("sdk/js/src")
-            .filter_map(|entry| entry.ok())
-            .map(|entry| format!("src/{}", entry.file_name().to_string_lossy()))
-            .filter(|name| name.ends_with(".js"))
-            .collect();
+        let mut on_disk = Vec::new();
+        modules_under(&crate::repo_root().join("sdk/js/src"), "src", &mut on_disk);
         on_disk.sort();
+        assert!(
+            on_disk.contains(&"src/capabilities/reward.js".to_owned()),
+            "{on_disk:?}"
+        );
         let mut embedded: Vec<String> = SDK_FILES
             .iter()
             .map(|(name, _)| (*name).to_owned())
