@@ -133,7 +133,8 @@ export declare class Ctx {
   operation<T>(name: string, body: () => T): T;
 }
 
-// The members capability modules (src/capabilities/*.js) add to Ctx: one merged declaration each.
+// What each capability module (src/capabilities/*.js) adds: its Ctx members, and what its fake
+// adds to agl/testing's LocalHost (and LocalHostOptions), in one block each.
 
 /** Capability `reward` (src/capabilities/reward.js). */
 export interface Ctx {
@@ -141,6 +142,12 @@ export interface Ctx {
   reward(value: number): void;
   /** One of several named rewards. */
   reward(name: string, value: number): void;
+}
+declare module './testing/index.js' {
+  interface LocalHost {
+    /** `[name, value]` per reward, the name undefined for the primary one. */
+    readonly rewards: Array<[string | undefined, number]>;
+  }
 }
 
 /** What the agent function may return: the final reward, or nothing (then `ctx.reward` counts). */

@@ -40,12 +40,7 @@ export declare class LocalHost {
 }
 
 // What the fakes of capability modules (src/capabilities/*.js) add to LocalHost (and to
-// LocalHostOptions, for one that takes options): one merged declaration each.
-
-/** Capability `reward`: `[name, value]` per reward, the name undefined for the primary one. */
-export interface LocalHost {
-  readonly rewards: Array<[string | undefined, number]>;
-}
+// LocalHostOptions) is declared beside their Ctx members, in ../index.d.ts.
 
 export declare const DEFAULT_CONTEXT: RolloutContext;
 
