@@ -1,9 +1,9 @@
 //! [`Ctx`]: what one attempt of a rollout can reach — who is running, the LLM, rewards and the
-//! rollout's resources. Logging and operation spans are in `trace.rs`. Every call goes to the host,
-//! which records it as a span.
+//! rollout's resources. A capability module (`src/capabilities/`) adds its own accessor (e.g.
+//! `ctx.http()`, the `Trace` calls). Every call goes to the host, which records it as a span.
 
 use crate::bindings::agl::agent::{resources, reward};
-use crate::{Error, Http, Llm, Mode, Prompt, Resource, Result, RolloutContext};
+use crate::{Error, Llm, Mode, Prompt, Resource, Result, RolloutContext};
 
 /// The context of one attempt, handed to the agent function by [`export_agent!`](crate::export_agent).
 #[derive(Debug)]
@@ -44,11 +44,6 @@ impl Ctx {
     /// The host's LLM.
     pub fn llm(&self) -> Llm {
         Llm::new()
-    }
-
-    /// Outgoing HTTP, to the hosts the sandbox grants (none unless the host is told).
-    pub fn http(&self) -> Http {
-        Http
     }
 
     /// Records the rollout's primary reward (a later one replaces an earlier one as "final").

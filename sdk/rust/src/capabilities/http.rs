@@ -28,6 +28,13 @@ const WRITE_CHUNK: usize = 4096;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Http;
 
+impl crate::Ctx {
+    /// Outgoing HTTP, to the hosts the sandbox grants (none unless the host is told).
+    pub fn http(&self) -> Http {
+        Http
+    }
+}
+
 impl Http {
     /// `GET url`.
     pub fn get(&self, url: &str) -> Result<HttpResponse, HttpError> {
