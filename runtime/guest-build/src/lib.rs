@@ -132,11 +132,6 @@ pub fn build_guest(relative: &str) -> Result<PathBuf, GuestBuildError> {
     build(&repo_root().join(relative))
 }
 
-/// Builds every component crate of [`GUESTS`], in order; stops at the first failure.
-pub fn build_all() -> Result<Vec<PathBuf>, GuestBuildError> {
-    components().map(build_guest).collect()
-}
-
 /// Components built by this process, by (canonical crate directory, target directory). Its lock
 /// is held for a whole build, so the calls of one process take turns.
 static BUILT: Mutex<Option<HashMap<(PathBuf, PathBuf), PathBuf>>> = Mutex::new(None);

@@ -44,26 +44,6 @@ impl OpenAiConfig {
             ..OpenAiConfig::default()
         }
     }
-
-    /// Reads `OPENAI_BASE_URL` (default [`Self::DEFAULT_BASE_URL`]) and `OPENAI_API_KEY`
-    /// (optional); the model is `model` or else `OPENAI_MODEL`, and one of them is required.
-    pub fn from_env(model: Option<String>) -> Result<Self, LlmError> {
-        Self::from_lookup(model, |name| std::env::var(name).ok())
-    }
-
-    fn from_lookup(model: Option<String>, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let non_empty = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let model = model
-            .filter(|m| !m.trim().is_empty())
-            .or_else(|| non_empty("OPENAI_MODEL"))
-            .ok_or_else(|| LlmError::InvalidRequest("no model given and OPENAI_MODEL is not set".to_owned()))?;
-        Ok(OpenAiConfig {
-            base_url: non_empty("OPENAI_BASE_URL").unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
-            api_key: non_empty("OPENAI_API_KEY"),
-            model,
-            ..OpenAiConfig::default()
-        })
-    }
 }
 
 impl Default for OpenAiConfig {
@@ -264,46 +244,6 @@ mod tests {
         assert_eq!(shown_url("http://host:1/v1"), "http://host:1/v1");
         assert_eq!(shown_url("http://a@b@host"), "http://***@host");
     }
-    use std::collections::HashMap;
-
-    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        move |name| vars.get(name).cloned()
-    }
-
-    #[test]
-    fn config_from_env() {
-        let config = OpenAiConfig::from_lookup(None, lookup(&[("OPENAI_MODEL", "m-env")])).unwrap();
-        assert_eq!(config.base_url, OpenAiConfig::DEFAULT_BASE_URL);
-        assert_eq!(config.api_key, None);
-        assert_eq!(config.model, "m-env");
-        assert_eq!(
-            (config.request_timeout, config.max_retries),
-            (Duration::from_secs(120), 4)
-        );
-
-        let vars = [
-            ("OPENAI_MODEL", "m-env"),
-            ("OPENAI_BASE_URL", "http://h:1/v1"),
-            ("OPENAI_API_KEY", "sk"),
-        ];
-        let config = OpenAiConfig::from_lookup(Some("m-arg".into()), lookup(&vars)).unwrap();
-        assert_eq!(
-            (
-                config.base_url.as_str(),
-                config.api_key.as_deref(),
-                config.model.as_str()
-            ),
-            ("http://h:1/v1", Some("sk"), "m-arg")
-        );
-
-        let err = OpenAiConfig::from_lookup(None, lookup(&[("OPENAI_MODEL", " ")])).unwrap_err();
-        assert!(
-            matches!(err, LlmError::InvalidRequest(ref m) if m.contains("OPENAI_MODEL")),
-            "{err}"
-        );
-    }
-
     #[test]
     fn new_checks_the_config() {
         let backend = OpenAiBackend::new(OpenAiConfig::new("http://127.0.0.1:9/v1/", "m")).unwrap();

@@ -65,15 +65,7 @@ impl<B: StorageBackend> BackedStore<B> {
     where
         B: OpenBackend<T>,
     {
-        Self::open_as(target, options, Access::ReadWrite, None)
-    }
-
-    /// [`BackedStore::open`] with up to `pool_size` connections, where the backend pools them.
-    pub fn open_with_pool_size<T: ?Sized>(target: &T, options: StoreOptions, pool_size: usize) -> Result<Self, B::Error>
-    where
-        B: OpenBackend<T>,
-    {
-        Self::open_as(target, options, Access::ReadWrite, Some(pool_size))
+        Self::open_as(target, options, Access::ReadWrite)
     }
 
     /// Opens the existing store at `target` to read only (`agl-host show`, `runs`, `export`,
@@ -82,20 +74,15 @@ impl<B: StorageBackend> BackedStore<B> {
     where
         B: OpenBackend<T>,
     {
-        Self::open_as(target, options, Access::ReadOnly, None)
+        Self::open_as(target, options, Access::ReadOnly)
     }
 
-    fn open_as<T: ?Sized>(
-        target: &T,
-        options: StoreOptions,
-        access: Access,
-        pool_size: Option<usize>,
-    ) -> Result<Self, B::Error>
+    fn open_as<T: ?Sized>(target: &T, options: StoreOptions, access: Access) -> Result<Self, B::Error>
     where
         B: OpenBackend<T>,
     {
         let notifier = Arc::new(Notifier::default());
-        let opening = Opening { access, pool_size };
+        let opening = Opening { access };
         let backend = B::open_backend(target, opening, &options, Arc::clone(&notifier))?;
         Ok(Self::assemble(backend, notifier, options, access))
     }

@@ -69,8 +69,6 @@ pub trait StorageBackend: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opening {
     pub access: Access,
-    /// How many connections at most, where the backend pools them; `None`: its default.
-    pub pool_size: Option<usize>,
 }
 
 /// A backend opened at a `Target` (a file's path, a database's URL).

@@ -30,11 +30,6 @@ impl LiveSpan {
         span.set_attributes(attributes);
     }
 
-    /// Whether the budget admitted this span.
-    pub fn is_recorded(&self) -> bool {
-        self.span.is_some()
-    }
-
     pub fn end_with(self, status: Status) {
         if let Some(mut span) = self.span {
             span.set_status(status);

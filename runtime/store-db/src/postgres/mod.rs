@@ -84,10 +84,9 @@ impl<U: AsRef<str> + ?Sized> OpenBackend<U> for PostgresBackend {
     type Error = DbError;
 
     /// Opens the database at `target` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`) with up to
-    /// `opening.pool_size` connections ([`DEFAULT_POOL_SIZE`] by default, at least one). To
-    /// write, its schema is brought up to date; to read only, every transaction of its
-    /// connections is read only (`default_transaction_read_only`) and the schema is checked, not
-    /// migrated.
+    /// [`DEFAULT_POOL_SIZE`] connections. To write, its schema is brought up to date; to read
+    /// only, every transaction of its connections is read only (`default_transaction_read_only`)
+    /// and the schema is checked, not migrated.
     fn open_backend(
         target: &U,
         opening: Opening,
@@ -116,8 +115,7 @@ impl<U: AsRef<str> + ?Sized> OpenBackend<U> for PostgresBackend {
         }
         let listen_config = Arc::new(::postgres::Config::from(config.clone()));
         let setup_place = place.clone();
-        let pool_size = opening.pool_size.unwrap_or(DEFAULT_POOL_SIZE);
-        let pool = Pool::open(config, &place, pool_size, move |client| match access {
+        let pool = Pool::open(config, &place, DEFAULT_POOL_SIZE, move |client| match access {
             Access::ReadWrite => schema::migrate(client, &setup_place),
             Access::ReadOnly => schema::check_readable(client, &setup_place),
         })?;
