@@ -8,7 +8,7 @@ use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
 use crate::capabilities::reward::{final_reward, invalid_reward, record_final_reward};
 use crate::capabilities::wasi::clocks::attempt_seed;
-use crate::capabilities::wasi::output::CapturedOutput;
+use crate::capabilities::wasi::output::{self, CapturedOutput};
 use crate::capabilities::{InstanceContext, Sandbox, new_store};
 use crate::failure::{self, Failure, MAX_REASON_BYTES, one_line};
 use crate::loaded::Loaded;
@@ -213,18 +213,7 @@ impl AgentComponent {
         state.sandbox.finish();
         let stdout = stdout_pipe.take();
         let stderr = stderr_pipe.take();
-        for (name, output) in [(names::STDOUT, &stdout), (names::STDERR, &stderr)] {
-            if !output.text.is_empty() || output.dropped_bytes > 0 {
-                let attributes = vec![
-                    KeyValue::new(names::OUTPUT_TEXT, output.text.clone()),
-                    KeyValue::new(
-                        names::OUTPUT_DROPPED_BYTES,
-                        i64::try_from(output.dropped_bytes).unwrap_or(i64::MAX),
-                    ),
-                ];
-                state.world.trace.instant_always(name, attributes, Status::Unset);
-            }
-        }
+        output::record(&state.world.trace, &stdout, &stderr);
         let reward = match &result {
             Ok(returned) => {
                 let reward = final_reward(*returned, &state.sandbox.reward);

@@ -1,7 +1,11 @@
 //! Captured stdout/stderr: a guest may write as much as it likes, the host keeps the first
 //! `cap` bytes and counts the rest. Writes never fail, so a chatty guest is truncated, not killed.
+//! What an attempt printed ends as one span per stream ([`record`]).
 
+use agl_trace::{AttemptTrace, names};
 use bytes::Bytes;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::Status;
 use parking_lot::Mutex;
 use std::io;
 use std::pin::Pin;
@@ -25,6 +29,23 @@ struct Captured {
 pub struct CapturedOutput {
     pub text: String,
     pub dropped_bytes: u64,
+}
+
+/// Records what an attempt printed: an `agl.stdout` / `agl.stderr` span for each stream that
+/// kept text or dropped bytes (outside the span budget, as the guest's own last words).
+pub(crate) fn record(trace: &AttemptTrace, stdout: &CapturedOutput, stderr: &CapturedOutput) {
+    for (name, output) in [(names::STDOUT, stdout), (names::STDERR, stderr)] {
+        if !output.text.is_empty() || output.dropped_bytes > 0 {
+            let attributes = vec![
+                KeyValue::new(names::OUTPUT_TEXT, output.text.clone()),
+                KeyValue::new(
+                    names::OUTPUT_DROPPED_BYTES,
+                    i64::try_from(output.dropped_bytes).unwrap_or(i64::MAX),
+                ),
+            ];
+            trace.instant_always(name, attributes, Status::Unset);
+        }
+    }
 }
 
 /// A bounded, never-failing output pipe; clones share the same buffer.
