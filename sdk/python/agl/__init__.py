@@ -16,10 +16,16 @@ The function gets the rollout's input (parsed JSON) and a :class:`Ctx`; it retur
 reward, or ``None`` to leave it to ``ctx.reward``. An exception fails the attempt with its message.
 Every ``ctx`` call is a host call, recorded by agl-host as a span; ``ctx.http()`` (:mod:`agl.http`)
 reaches the hosts the sandbox grants. See ``sdk/python/README.md``.
+
+Importing the package imports every public module of it, so that each capability module
+(:mod:`agl._capability`) registers itself; the ``__all__`` of those modules is exported here.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from . import _capability
 from .agent import rollout
 from .ctx import Ctx, Prompt
 from .errors import (
@@ -33,17 +39,6 @@ from .errors import (
     ResourceError,
     TaskError,
     Timeout,
-)
-from .http import (
-    Http,
-    HttpBodyTooLarge,
-    HttpConnectError,
-    HttpDenied,
-    HttpError,
-    HttpRequest,
-    HttpResponse,
-    HttpStatusError,
-    HttpTimeout,
 )
 from .host import Level, LlmEndpoint, Mode, PromptTemplate, Resource, RolloutContext
 from .llm import ChatResponse, Llm, Message, Tool, ToolCall, Usage
@@ -76,13 +71,38 @@ __all__ = [
     "Timeout",
     "InvalidRequest",
     "Backend",
-    "Http",
-    "HttpRequest",
-    "HttpResponse",
-    "HttpError",
-    "HttpDenied",
-    "HttpTimeout",
-    "HttpBodyTooLarge",
-    "HttpConnectError",
-    "HttpStatusError",
 ]
+
+if TYPE_CHECKING:  # what the capability modules export, for type checkers (see below)
+    from .http import (
+        Http,
+        HttpBodyTooLarge,
+        HttpConnectError,
+        HttpDenied,
+        HttpError,
+        HttpRequest,
+        HttpResponse,
+        HttpStatusError,
+        HttpTimeout,
+    )
+
+
+
+def _discover() -> None:
+    """Imports every public module of the package, so that each capability module registers
+    itself (no list to edit), and exports the ``__all__`` of the capability modules."""
+    import importlib
+    import pkgutil
+    import sys
+
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+    for found in _capability.registered():
+        if found.module.startswith(f"{__name__}."):
+            names = sys.modules[found.module].__all__
+            globals().update((name, getattr(sys.modules[found.module], name)) for name in names)
+            __all__.extend(names)
+
+
+_discover()

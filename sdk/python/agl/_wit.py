@@ -1,9 +1,10 @@
 """The bridge to the bindings componentize-py generates for world ``agent-python`` (world
 ``agent`` plus ``wasi:http``; the ``wit_world`` package): :class:`WitHost`, the
 :class:`~agl.host.Host` of a real component, and :func:`export`, which builds the ``WitWorld``
-class the component exports. Outgoing HTTP has a module of its own, ``agl._wit_http``.
+class the component exports. A capability in a module of its own (``agl.http``) brings its own
+bridge, which :class:`WitHost` makes (:mod:`agl._capability`).
 
-Only importable inside a component build; every other module of the SDK is plain Python.
+Only importable inside a component build; every other module of the SDK imports in plain Python.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from wit_world.imports import resources as wit_resources
 from wit_world.imports import reward as wit_reward
 from wit_world.imports import trace as wit_trace
 
-from . import _wit_http, agent
+from . import _capability, agent
 from .errors import Backend, BudgetExceeded, InvalidRequest, LlmError, ModelNotAllowed, PromptError, Timeout
 from .host import Level, LlmEndpoint, PromptTemplate, Resource, RolloutContext
-from .http import HttpRequest, HttpResponse, Target
 from .llm import ChatRequest, ChatResponse, Message, ToolCall, Usage
 
 _ROLES = {
@@ -64,6 +64,10 @@ def _llm_error(error: Any) -> LlmError:
 
 class WitHost:
     """agl-host, through the component's WIT imports."""
+
+    def __init__(self) -> None:
+        # Made now, while the component is built: each imports its bindings.
+        self._backends = {found.name: found.wit() for found in _capability.registered()}
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         wit_request = wit_llm.ChatRequest(
@@ -130,8 +134,11 @@ class WitHost:
     def end_operation(self, handle: int, error: Optional[str]) -> None:
         wit_trace.end_operation(handle, error)
 
-    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse:
-        return _wit_http.send(request, target)
+    def backend(self, name: str) -> Any:
+        made = self._backends.get(name)
+        if made is None:
+            made = self._backends[name] = _capability.find(name).wit()
+        return made
 
 
 def export(module_name: str) -> type:

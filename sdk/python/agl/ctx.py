@@ -1,8 +1,9 @@
 """The context of one attempt (:class:`Ctx`) and prompt templates (:class:`Prompt`).
 
-Everything an agent reaches goes through ``ctx``: who is running, the LLM, outgoing HTTP, rewards,
-the rollout's resources, logs and the agent's own operation spans. Every call is a host call,
-which agl-host records as a span of the attempt: agents write no tracing code.
+Everything an agent reaches goes through ``ctx``: who is running, the LLM, rewards, the rollout's
+resources, logs and the agent's own operation spans, and the capabilities of modules of their own
+(``ctx.http()``), whose accessors those modules install (:mod:`agl._capability`). Every call is a
+host call, which agl-host records as a span of the attempt: agents write no tracing code.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from typing import Any, Iterator, Optional, Union, overload
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union, overload
 
 from .errors import PromptError, ResourceError
 from .host import Host, Level, Mode, PromptTemplate, Resource, RolloutContext
-from .http import Http
 from .llm import Llm
 from .template import format_template
+
+if TYPE_CHECKING:
+    from .http import Http
 
 __all__ = ["Ctx", "Prompt"]
 
@@ -74,12 +77,15 @@ class Ctx:
             self._llm = Llm(self._host)
         return self._llm
 
-    def http(self) -> Http:
-        """The agent's HTTP client: ``ctx.http().get(url)``, ``.post_json(url, obj)``,
-        ``.send(agl.HttpRequest(...))``. Only the hosts the sandbox grants are reached
-        (``--agent-http URL``, the manifest's ``allowed-outbound-hosts``); any other request
-        raises :class:`~agl.HttpDenied`, saying how to grant it."""
-        return Http(self._host)
+    if TYPE_CHECKING:
+        # Stubs for type checkers only: each capability module installs its accessor when it is
+        # imported (agl._capability).
+
+        def http(self) -> Http:
+            """The agent's HTTP client: ``ctx.http().get(url)``, ``.post_json(url, obj)``,
+            ``.send(agl.HttpRequest(...))``. Only the hosts the sandbox grants are reached; any
+            other request raises :class:`~agl.HttpDenied`, saying how to grant it."""
+            ...
 
     # --- who is running -------------------------------------------------------------------
 

@@ -1,17 +1,18 @@
 """What the SDK needs from the host: the :class:`Host` protocol, with plain-Python types.
 
 Inside a component the host is agl-host, reached through the WIT imports (``agl._wit.WitHost``);
-in a unit test it is :class:`agl.testing.LocalHost`. Nothing else in the SDK touches the generated
-bindings, so everything but ``agl._wit`` runs in plain CPython.
+in a unit test it is :class:`agl.testing.LocalHost`. The core calls are methods of the protocol;
+a capability in a module of its own (:mod:`agl._capability`) is reached through its backend,
+:meth:`Host.backend`. Only ``agl._wit`` and the capabilities' bridges touch the generated
+bindings, so the SDK runs in plain CPython.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence, Union
+from typing import Any, Optional, Protocol, Sequence, Union
 
-from .http import HttpRequest, HttpResponse, Target
 from .llm import ChatRequest, ChatResponse
 
 __all__ = ["Host", "Level", "Mode", "RolloutContext", "PromptTemplate", "LlmEndpoint", "Resource"]
@@ -121,7 +122,7 @@ class Host(Protocol):
         """Closes an operation span, failed when ``error`` is given."""
         ...
 
-    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse:
-        """Sends an HTTP request to ``target`` (its URL, split) and reads the whole response;
-        raises an :class:`~agl.HttpError` subclass when none came."""
+    def backend(self, name: str) -> Any:
+        """The backend of the capability called ``name`` (:mod:`agl._capability`): its bridge to
+        the WIT imports, or its fake in a test."""
         ...

@@ -1,11 +1,12 @@
-"""Outgoing HTTP from an agent: ``ctx.http()``, a small blocking client (:class:`Http`), its
-:class:`HttpRequest` and :class:`HttpResponse`, and the :class:`HttpError` family.
+"""Outgoing HTTP from an agent, the capability ``ctx.http()``, whole in this module (see
+:mod:`agl._capability`): the client (:class:`Http`), its :class:`HttpRequest`,
+:class:`HttpResponse` and :class:`HttpError` family; :class:`WitHttp`, its bridge to
+``wasi:http/outgoing-handler`` inside a component; :class:`LocalHttp`, its fake in
+:class:`agl.testing.LocalHost`, and :func:`urllib_http`, which sends a test's requests for real.
 
-This module owns everything about HTTP that does not need the component's bindings, so it runs in
-plain CPython: splitting a URL into what ``wasi:http`` takes (:func:`split_url`), the sentence and
-error class for each ``wasi:http`` error code (:func:`error_for_code`), and the response type. The
-requests themselves go through the host (:meth:`~agl.host.Host.send_http`): in a component,
-``agl._wit_http`` over ``wasi:http/outgoing-handler``; in a unit test, :class:`agl.testing.LocalHost`.
+Everything but :class:`WitHttp` runs in plain CPython: splitting a URL into what ``wasi:http``
+takes (:func:`split_url`) and the sentence and error class for each ``wasi:http`` error code
+(:func:`error_for_code`) included.
 
 agl-host denies every host by default and grants the ones named by ``--agent-http URL`` or the
 manifest's ``allowed-outbound-hosts``; it records each request as an ``agl.http.request`` span.
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
 
+from ._capability import capability
 from .errors import AglError
 
+# What `agl` exports; `Target`, `split_url`, `error_for_code`, `WitHttp`, `LocalHttp` and
+# `urllib_http` (also in `agl.testing`) are reached as `agl.http.<name>`.
 __all__ = [
     "Http",
     "HttpRequest",
@@ -29,9 +33,6 @@ __all__ = [
     "HttpBodyTooLarge",
     "HttpConnectError",
     "HttpStatusError",
-    "Target",
-    "split_url",
-    "error_for_code",
 ]
 
 #: Headers as the agent gives them: a mapping, or (name, value) pairs (a name may repeat).
@@ -281,10 +282,14 @@ def error_for_code(case: str, value: Any, target: Optional[Target]) -> tuple[typ
     return HttpError, f"{case}" + (f" ({value})" if value is not None else "")
 
 
-class Sender(Protocol):
-    """What :class:`Http` sends through: the host's ``send_http``."""
+class Backend(Protocol):
+    """What :class:`Http` sends through: :class:`WitHttp` in a component, :class:`LocalHttp` in a
+    test."""
 
-    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse: ...
+    def send(self, request: HttpRequest, target: Target) -> HttpResponse:
+        """Sends ``request`` to ``target`` (its URL, split) and reads the whole response; raises
+        an :class:`HttpError` subclass when none came."""
+        ...
 
 
 class Http:
@@ -297,8 +302,8 @@ class Http:
         city = answer.json()["capital"]
     """
 
-    def __init__(self, host: Sender) -> None:
-        self._host = host
+    def __init__(self, host: Any) -> None:
+        self._backend: Backend = host.backend("http")
 
     def get(self, url: str, headers: Headers = None, timeout: Optional[float] = None) -> HttpResponse:
         """``GET url``."""
@@ -326,7 +331,7 @@ class Http:
             raise request.error(str(err)) from None
         if request.timeout is not None and not request.timeout > 0:
             raise request.error(f"the timeout must be a positive number of seconds, not {request.timeout!r}")
-        response = self._host.send_http(request, target)
+        response = self._backend.send(request, target)
         response.request = request
         return response
 
@@ -336,3 +341,301 @@ def _pairs(headers: Headers) -> list[tuple[str, str]]:
         return []
     items = headers.items() if isinstance(headers, Mapping) else headers
     return [(str(name), str(value)) for name, value in items]
+
+
+# --- the bridge: wasi:http/outgoing-handler, inside a component ----------------------------------
+
+#: Bytes read from a response body at a time.
+READ_CHUNK = 64 * 1024
+#: Bytes written to a request body at a time: the most one blocking-write-and-flush may take.
+WRITE_CHUNK = 4096
+#: Methods whose request has a body, so a length even when it is empty.
+_WITH_BODY = {"POST", "PUT", "PATCH"}
+
+
+class _Failed(Exception):
+    """Why the exchange stopped: an :class:`HttpError` class and its reason."""
+
+    def __init__(self, kind: type, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+def _code_failure(code: Any, target: Target) -> _Failed:
+    case = type(code).__name__.removeprefix("ErrorCode_")
+    kind, reason = error_for_code(case, getattr(code, "value", None), target)
+    return _Failed(kind, reason)
+
+
+class WitHttp:
+    """agl-host's HTTP, through the bindings componentize-py generates for world
+    ``agent-python`` (``sdk/python/wit/agent-python.wit``): :meth:`send` builds the outgoing
+    request, writes its body, hands it to the host, waits for the response and reads its body,
+    all blocking, and turns every ``wasi:http`` error into an :class:`HttpError` subclass whose
+    message is a sentence. Made inside a component only: it imports the bindings."""
+
+    def __init__(self) -> None:
+        from componentize_py_types import Err, Ok
+        from wit_world.imports import outgoing_handler, streams, wasi_http_types
+
+        self._err, self._ok = Err, Ok
+        self._handler = outgoing_handler
+        self._streams = streams
+        self._types = types = wasi_http_types
+        self._methods = {
+            "GET": types.Method_Get,
+            "HEAD": types.Method_Head,
+            "POST": types.Method_Post,
+            "PUT": types.Method_Put,
+            "DELETE": types.Method_Delete,
+            "CONNECT": types.Method_Connect,
+            "OPTIONS": types.Method_Options,
+            "TRACE": types.Method_Trace,
+            "PATCH": types.Method_Patch,
+        }
+
+    def send(self, request: HttpRequest, target: Target) -> HttpResponse:
+        """Sends ``request`` to ``target`` and reads the whole response; raises an
+        :class:`HttpError` subclass when none came."""
+        try:
+            return self._exchange(request, target)
+        except _Failed as failed:
+            raise request.error(failed.reason, failed.kind) from None
+
+    def _fields(self, request: HttpRequest, body: bytes) -> Any:
+        entries = [(name, value.encode("utf-8")) for name, value in request.header_pairs()]
+        # The body is sent whole: say how long it is, as many servers want (without it, wasi:http
+        # sends it chunked).
+        if (body or request.method.upper() in _WITH_BODY) and not any(
+            name.lower() == "content-length" for name, _ in entries
+        ):
+            entries.append(("content-length", str(len(body)).encode()))
+        try:
+            return self._types.Fields.from_list(entries)
+        except self._err as err:
+            names = ", ".join(name for name, _ in entries)
+            why = {
+                "HeaderError_Forbidden": "a header the host sets itself (host, connection, ...) is among them",
+                "HeaderError_InvalidSyntax": "a name or value is not valid",
+            }.get(type(err.value).__name__, type(err.value).__name__)
+            raise _Failed(HttpError, f"the headers ({names}) were refused: {why}") from None
+
+    def _options(self, timeout: Optional[float]) -> Any:
+        if timeout is None:
+            return None
+        options = self._types.RequestOptions()
+        nanos = min(int(timeout * 1e9), 2**64 - 1)
+        for setter in (options.set_connect_timeout, options.set_first_byte_timeout, options.set_between_bytes_timeout):
+            try:
+                setter(nanos)
+            except self._err:
+                pass  # the host may keep its own limit; it applies either way
+        return options
+
+    def _exchange(self, request: HttpRequest, target: Target) -> HttpResponse:
+        types, Err, Ok = self._types, self._err, self._ok  # noqa: N806 - the bindings' names
+        data = request.body_bytes()
+        outgoing = types.OutgoingRequest(self._fields(request, data))
+        maker = self._methods.get(request.method.upper())
+        steps = [
+            (outgoing.set_method, maker() if maker is not None else types.Method_Other(request.method), "method"),
+            (outgoing.set_scheme, types.Scheme_Https() if target.scheme == "https" else types.Scheme_Http(), "scheme"),
+            (outgoing.set_authority, target.authority, "host"),
+            (outgoing.set_path_with_query, target.path_with_query, "path"),
+        ]
+        for setter, value, what in steps:
+            try:
+                setter(value)
+            except Err:
+                raise _Failed(HttpError, f"the {what} is not valid") from None
+        body = outgoing.body()
+        try:
+            pending = self._handler.handle(outgoing, self._options(request.timeout))
+        except Err as err:
+            body.__exit__(None, None, None)
+            raise _code_failure(err.value, target) from None
+        with pending:
+            self._write_body(body, data, target)
+            try:
+                types.OutgoingBody.finish(body, None)
+            except Err as err:
+                raise _code_failure(err.value, target) from None
+            with pending.subscribe() as ready:
+                ready.block()
+            got = pending.get()
+        if got is None or isinstance(got, Err):
+            raise _Failed(HttpError, "the response was lost")
+        answer = got.value
+        if isinstance(answer, Err):
+            raise _code_failure(answer.value, target)
+        with answer.value as response:
+            status = response.status()
+            with response.headers() as fields:
+                headers = [(name, value.decode("utf-8", "replace")) for name, value in fields.entries()]
+            try:
+                incoming = response.consume()
+            except Err:
+                raise _Failed(HttpError, "the response body is unavailable") from None
+        data = self._read_body(incoming, target)
+        with types.IncomingBody.finish(incoming) as trailers:
+            with trailers.subscribe() as ready:
+                ready.block()
+            ended = trailers.get()
+        if isinstance(ended, Ok) and isinstance(ended.value, Err):
+            raise _code_failure(ended.value.value, target)
+        if isinstance(ended, Ok) and isinstance(ended.value, Ok) and ended.value.value is not None:
+            ended.value.value.__exit__(None, None, None)  # trailers: not kept
+        return HttpResponse(status, headers, data)
+
+    def _write_body(self, body: Any, data: bytes, target: Target) -> None:
+        if not data:
+            return
+        try:
+            stream = body.write()
+        except self._err:
+            raise _Failed(HttpError, "the request body is unavailable") from None
+        with stream:
+            for start in range(0, len(data), WRITE_CHUNK):
+                try:
+                    stream.blocking_write_and_flush(data[start : start + WRITE_CHUNK])
+                except self._err as err:
+                    raise self._stream_failure("sending the request body", err.value, target) from None
+
+    def _read_body(self, incoming: Any, target: Target) -> bytes:
+        try:
+            stream = incoming.stream()
+        except self._err:
+            raise _Failed(HttpError, "the response body is unavailable") from None
+        chunks = []
+        with stream:
+            while True:
+                try:
+                    chunks.append(stream.blocking_read(READ_CHUNK))
+                except self._err as err:
+                    if isinstance(err.value, self._streams.StreamError_Closed):
+                        return b"".join(chunks)
+                    raise self._stream_failure("reading the response body", err.value, target) from None
+
+    def _stream_failure(self, doing: str, error: Any, target: Target) -> _Failed:
+        if isinstance(error, self._streams.StreamError_Closed):
+            return _Failed(HttpError, f"{doing}: the connection closed")
+        with error.value as io_error:
+            code = self._types.http_error_code(io_error)
+            if code is not None:
+                failed = _code_failure(code, target)
+                return _Failed(failed.kind, f"{doing}: {failed.reason}")
+            return _Failed(HttpError, f"{doing}: {io_error.to_debug_string()}")
+
+
+# --- the fake: LocalHost(http=...) ---------------------------------------------------------------
+
+#: Answers one request in a test: an :class:`HttpResponse`, or a ``str``/``bytes`` body (status
+#: 200), or a JSON value (``dict``/``list``, sent back as JSON with status 200); or raises an
+#: :class:`HttpError`.
+HttpAnswer = Callable[[HttpRequest], Union[HttpResponse, str, bytes, dict, list]]
+
+
+class LocalHttp:
+    """:class:`agl.testing.LocalHost`'s HTTP: ``LocalHost(http=answer)`` answers each request
+    with ``answer`` (see :data:`HttpAnswer`, or :func:`urllib_http` for real requests); without
+    it every request is denied, as the sandbox denies every host it was not told to grant. Each
+    request is recorded in :attr:`requests` (``host.http_requests``)."""
+
+    def __init__(self, answer: Optional[HttpAnswer] = None) -> None:
+        self.answer = answer
+        self.requests: list[HttpRequest] = []
+
+    def send(self, request: HttpRequest, target: Target) -> HttpResponse:
+        """Records ``request`` and answers it."""
+        self.requests.append(request)
+        if self.answer is None:
+            raise request.error(
+                f"denied by the sandbox: {target.origin} is not granted to this agent "
+                "(LocalHost answers HTTP through its `http` function: pass one)",
+                HttpDenied,
+            )
+        answer = self.answer(request)
+        if isinstance(answer, HttpResponse):
+            return answer
+        if isinstance(answer, (bytes, bytearray)):
+            return HttpResponse(200, [("content-type", "application/octet-stream")], bytes(answer))
+        if isinstance(answer, str):
+            return HttpResponse(200, [("content-type", "text/plain; charset=utf-8")], answer.encode("utf-8"))
+        body = json.dumps(answer, ensure_ascii=False).encode("utf-8")
+        return HttpResponse(200, [("content-type", "application/json")], body)
+
+
+def urllib_http(*granted: str) -> HttpAnswer:
+    """An ``http`` function for :class:`~agl.testing.LocalHost` that sends each request for real,
+    with ``urllib``, to the ``granted`` origins only (``"http://127.0.0.1:8080"``: scheme, host
+    and port, the port defaulting to the scheme's, as ``--agent-http`` takes them;
+    ``*.example.com`` for its subdomains); any other request is denied as the sandbox would deny
+    it. For tests against a local server::
+
+        host = LocalHost(http=urllib_http(f"http://127.0.0.1:{port}"))
+    """
+    grants = [_origin_parts(split_url(pattern)) for pattern in granted]
+
+    def answer(request: HttpRequest) -> HttpResponse:
+        # Imported here: a component never runs this, and urllib would only weigh it down.
+        import urllib.error
+        import urllib.request
+
+        target = split_url(request.url)
+        scheme, host, port = _origin_parts(target)
+        if not any(_grants(grant, scheme, host, port) for grant in grants):
+            raise request.error(
+                f"denied by the sandbox: {target.origin} is not granted to this agent "
+                f"(urllib_http grants {', '.join(granted) or 'nothing'})",
+                HttpDenied,
+            )
+        sent = urllib.request.Request(
+            request.url,
+            data=request.body_bytes() if request.body is not None else None,
+            headers=dict(request.header_pairs()),
+            method=request.method.upper(),
+        )
+        try:
+            with _opener().open(sent, timeout=request.timeout or 30) as reply:
+                return HttpResponse(reply.status, list(reply.getheaders()), reply.read())
+        except urllib.error.HTTPError as err:
+            return HttpResponse(err.code, list(err.headers.items()), err.read())
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            if isinstance(reason, TimeoutError):
+                raise request.error(f"no response within the timeout ({reason})", HttpTimeout) from None
+            raise request.error(f"{target.origin} could not be reached: {reason}", HttpConnectError) from None
+
+    return answer
+
+
+def _opener() -> Any:
+    """A urllib opener that does not follow redirects: the sandbox returns a 3xx as it is."""
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(NoRedirects)
+
+
+def _origin_parts(target: Target) -> tuple[str, str, int]:
+    host, port = target.authority, ""
+    if not host.endswith("]") and ":" in host:
+        host, port = host.rsplit(":", 1)
+    default = 443 if target.scheme == "https" else 80
+    return target.scheme, host.lower(), int(port) if port else default
+
+
+def _grants(grant: tuple[str, str, int], scheme: str, host: str, port: int) -> bool:
+    g_scheme, g_host, g_port = grant
+    if (g_scheme, g_port) != (scheme, port):
+        return False
+    if g_host.startswith("*."):
+        return host.endswith(g_host[1:])
+    return g_host == host
+
+
+capability("http", Http, wit=WitHttp, local=LocalHttp, call=True, testing=("urllib_http", "HttpAnswer"))

@@ -1,9 +1,10 @@
 """Testing an agent in plain CPython, without agl-host or WebAssembly.
 
-:class:`LocalHost` plays the host: resources from a dict, LLM replies from a function, HTTP
-answers from a function (or real requests to the hosts you grant, :func:`urllib_http`), and a
-record of every call (logs, rewards, operations, requests). :func:`run` runs one attempt of a
-rollout function the way the component does, exceptions included::
+:class:`LocalHost` plays the host: resources from a dict, LLM replies from a function, a record of
+every call (logs, rewards, operations), and each capability's fake (:mod:`agl._capability`):
+``LocalHost(http=...)`` answers HTTP requests with a function, or sends them for real to the hosts
+you grant (:func:`urllib_http`). :func:`run` runs one attempt of a rollout function the way the
+component does, exceptions included::
 
     from agl.testing import LocalHost, run
     import app
@@ -16,23 +17,23 @@ rollout function the way the component does, exceptions included::
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
+from . import _capability
 from .agent import Outcome, run_attempt
 from .errors import LlmError, PromptError
 from .host import Level, Mode, PromptTemplate, Resource, RolloutContext
-from .http import HttpConnectError, HttpDenied, HttpRequest, HttpResponse, HttpTimeout, Target, split_url
 from .llm import ChatRequest, ChatResponse
 from .template import format_template
 
-__all__ = ["LocalHost", "run", "Operation", "urllib_http"]
+if TYPE_CHECKING:  # what capability modules add, for type checkers (see __getattr__)
+    from .http import HttpAnswer, urllib_http
+
+__all__ = ["LocalHost", "run", "Operation"]
 
 Reply = Callable[[ChatRequest], Union[str, ChatResponse]]
-#: Answers one HTTP request: an :class:`~agl.HttpResponse`, or a ``str``/``bytes`` body (status
-#: 200), or a JSON value (``dict``/``list``, sent back as JSON with status 200); or raises an
-#: :class:`~agl.HttpError`.
-HttpAnswer = Callable[[HttpRequest], Union[HttpResponse, str, bytes, dict, list]]
 
 
 @dataclass
@@ -44,28 +45,73 @@ class Operation:
     error: Optional[str] = None
 
 
-@dataclass
+@dataclass(init=False)
 class LocalHost:
     """A host in plain Python, for unit tests of agents.
 
     ``prompts`` become f-string prompt-template resources and ``resources`` adds any others;
     ``reply`` answers each chat request (a string, a :class:`~agl.ChatResponse`, or an
-    :class:`~agl.LlmError` raised); ``http`` answers each HTTP request (see ``HttpAnswer``, or
-    :func:`urllib_http` for real requests); without it every request is denied, as the sandbox
-    denies every host it was not told to grant. Every call is recorded in the lists below.
+    :class:`~agl.LlmError` raised). Every call is recorded in the lists below.
+
+    Each capability has a fake, given its option by name: ``LocalHost(http=answer)`` answers each
+    HTTP request (see ``agl.http.HttpAnswer``, or :func:`urllib_http` for real requests); without
+    it every request is denied, as the sandbox denies every host it was not told to grant.
+    ``host.http`` is that fake, and ``host.http_requests`` its record of requests.
     """
 
-    prompts: Mapping[str, str] = field(default_factory=dict)
-    resources: Mapping[str, Resource] = field(default_factory=dict)
-    reply: Optional[Reply] = None
-    http: Optional[HttpAnswer] = None
-    requests: list[ChatRequest] = field(default_factory=list)
-    http_requests: list[HttpRequest] = field(default_factory=list)
-    logs: list[tuple[Level, str]] = field(default_factory=list)
-    messages: list[str] = field(default_factory=list)
-    objects: list[Any] = field(default_factory=list)
-    rewards: list[tuple[Optional[str], float]] = field(default_factory=list)
-    operations: list[Operation] = field(default_factory=list)
+    prompts: Mapping[str, str]
+    resources: Mapping[str, Resource]
+    reply: Optional[Reply]
+    requests: list[ChatRequest]
+    logs: list[tuple[Level, str]]
+    messages: list[str]
+    objects: list[Any]
+    rewards: list[tuple[Optional[str], float]]
+    operations: list[Operation]
+
+    def __init__(
+        self,
+        prompts: Optional[Mapping[str, str]] = None,
+        resources: Optional[Mapping[str, Resource]] = None,
+        reply: Optional[Reply] = None,
+        **options: Any,
+    ) -> None:
+        self.prompts = {} if prompts is None else prompts
+        self.resources = {} if resources is None else resources
+        self.reply = reply
+        self.requests = []
+        self.logs = []
+        self.messages = []
+        self.objects = []
+        self.rewards = []
+        self.operations = []
+        found = _capability.registered()
+        unknown = sorted(set(options) - {c.name for c in found})
+        if unknown:
+            names = ", ".join(c.name for c in found) or "none"
+            raise TypeError(f"LocalHost got unknown option(s) {', '.join(unknown)} (capabilities: {names})")
+        self._fakes = {c.name: c.local(options.get(c.name)) for c in found}
+
+    def backend(self, name: str) -> Any:
+        """The fake of the capability called ``name``."""
+        fake = self._fakes.get(name)
+        if fake is None:  # a capability registered after this host was made
+            fake = self._fakes[name] = _capability.find(name).local(None)
+        return fake
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Only for names not found otherwise: `host.<capability>` is its fake, and
+        # `host.<capability>_<name>` the fake's `<name>` (`host.http_requests`).
+        if not attribute.startswith("_"):
+            for found in _capability.registered():
+                if attribute == found.name:
+                    return self.backend(found.name)
+                if attribute.startswith(found.name + "_"):
+                    fake = self.backend(found.name)
+                    rest = attribute[len(found.name) + 1 :]
+                    if not rest.startswith("_") and hasattr(fake, rest):
+                        return getattr(fake, rest)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attribute!r}")
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         self.requests.append(request)
@@ -112,24 +158,6 @@ class LocalHost:
             self.operations[handle - 1].ended = True
             self.operations[handle - 1].error = error
 
-    def send_http(self, request: HttpRequest, target: Target) -> HttpResponse:
-        self.http_requests.append(request)
-        if self.http is None:
-            raise request.error(
-                f"denied by the sandbox: {target.origin} is not granted to this agent "
-                "(LocalHost answers HTTP through its `http` function: pass one)",
-                HttpDenied,
-            )
-        answer = self.http(request)
-        if isinstance(answer, HttpResponse):
-            return answer
-        if isinstance(answer, (bytes, bytearray)):
-            return HttpResponse(200, [("content-type", "application/octet-stream")], bytes(answer))
-        if isinstance(answer, str):
-            return HttpResponse(200, [("content-type", "text/plain; charset=utf-8")], answer.encode("utf-8"))
-        body = json.dumps(answer, ensure_ascii=False).encode("utf-8")
-        return HttpResponse(200, [("content-type", "application/json")], body)
-
     def logged(self, level: Optional[Level] = None) -> list[str]:
         """The logged messages (of ``level`` only, when given)."""
         return [text for lvl, text in self.logs if level is None or lvl == level]
@@ -157,73 +185,13 @@ def run(
     return run_attempt(function, host if host is not None else LocalHost(), context, task_json)
 
 
-def urllib_http(*granted: str) -> HttpAnswer:
-    """An ``http`` function for :class:`LocalHost` that sends each request for real, with
-    ``urllib``, to the ``granted`` origins only (``"http://127.0.0.1:8080"``: scheme, host and
-    port, the port defaulting to the scheme's, as ``--agent-http`` takes them; ``*.example.com``
-    for its subdomains); any other request is denied as the sandbox would deny it. For tests
-    against a local server::
-
-        host = LocalHost(http=urllib_http(f"http://127.0.0.1:{port}"))
-    """
-    grants = [_origin_parts(split_url(pattern)) for pattern in granted]
-
-    def answer(request: HttpRequest) -> HttpResponse:
-        # Imported here: a component never runs this, and urllib would only weigh it down.
-        import urllib.error
-        import urllib.request
-
-        target = split_url(request.url)
-        scheme, host, port = _origin_parts(target)
-        if not any(_grants(grant, scheme, host, port) for grant in grants):
-            raise request.error(
-                f"denied by the sandbox: {target.origin} is not granted to this agent "
-                f"(urllib_http grants {', '.join(granted) or 'nothing'})",
-                HttpDenied,
-            )
-        sent = urllib.request.Request(
-            request.url,
-            data=request.body_bytes() if request.body is not None else None,
-            headers=dict(request.header_pairs()),
-            method=request.method.upper(),
-        )
-        try:
-            with _opener().open(sent, timeout=request.timeout or 30) as reply:
-                return HttpResponse(reply.status, list(reply.getheaders()), reply.read())
-        except urllib.error.HTTPError as err:
-            return HttpResponse(err.code, list(err.headers.items()), err.read())
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
-            if isinstance(reason, TimeoutError):
-                raise request.error(f"no response within the timeout ({reason})", HttpTimeout) from None
-            raise request.error(f"{target.origin} could not be reached: {reason}", HttpConnectError) from None
-
-    return answer
+def __getattr__(name: str) -> Any:
+    # What capability modules add to agl.testing (their `testing=` names): `urllib_http`, ...
+    for found in _capability.registered():
+        if name in found.testing:
+            return getattr(sys.modules[found.module], name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _opener() -> Any:
-    """A urllib opener that does not follow redirects: the sandbox returns a 3xx as it is."""
-    import urllib.request
-
-    class NoRedirects(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    return urllib.request.build_opener(NoRedirects)
-
-
-def _origin_parts(target: Target) -> tuple[str, str, int]:
-    host, port = target.authority, ""
-    if not host.endswith("]") and ":" in host:
-        host, port = host.rsplit(":", 1)
-    default = 443 if target.scheme == "https" else 80
-    return target.scheme, host.lower(), int(port) if port else default
-
-
-def _grants(grant: tuple[str, str, int], scheme: str, host: str, port: int) -> bool:
-    g_scheme, g_host, g_port = grant
-    if (g_scheme, g_port) != (scheme, port):
-        return False
-    if g_host.startswith("*."):
-        return host.endswith(g_host[1:])
-    return g_host == host
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {name for found in _capability.registered() for name in found.testing})

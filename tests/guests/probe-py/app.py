@@ -15,8 +15,7 @@ import time
 from typing import Any, Callable, Optional
 
 import agl
-from agl import _wit_http
-from agl.http import Target
+from agl.http import Target, WitHttp
 
 MIB = 1024 * 1024
 
@@ -129,7 +128,7 @@ def http_get(task: dict, ctx: agl.Ctx) -> float:
             scheme, _, rest = url.partition("://")
             authority, slash, path = rest.partition("/")
             request = agl.HttpRequest("GET", url, {"x-probe": "probe-py"}, None, task.get("timeout"))
-            response = _wit_http.send(request, Target(scheme, authority, slash + path))
+            response = WitHttp().send(request, Target(scheme, authority, slash + path))
         else:
             response = ctx.http().get(url, headers={"x-probe": "probe-py"}, timeout=task.get("timeout"))
         return f"status {response.status}, {len(response.body)} bytes: {response.text()[:200]}"
