@@ -1,9 +1,12 @@
 //! Training-data export: the lines `agl-host export` writes, one JSON object each, from one
-//! attempt's spans: a triplet per LLM call, a chat transcript per attempt, or the spans as they are. Messages and the tools
+//! attempt's spans: a triplet per LLM call, a chat transcript per attempt, token-exact training
+//! rows ([`tokens`]), or the spans as they are. Messages and the tools
 //! the calls were offered take OpenAI's chat shape, what fine-tuning pipelines read. Reading
 //! spans is the rest of the adapter's (`triplets`, `transcript`, `final_reward`) but for the
 //! offered tools, read here from the call's span (`offered_tools`); choosing attempts and writing
 //! the lines is the binary's (`agl-host export`).
+
+pub mod select;
 
 use crate::{Message, ToolCall, Triplet, Usage};
 use agl_store::semconv::GEN_AI_REQUEST_TOOLS;
@@ -101,11 +104,13 @@ fn chat_messages(messages: &[Message]) -> Vec<ChatMessage<'_>> {
 }
 
 /// What one call of the attempt's lines say, besides the lines: how many were written, and how
-/// many LLM calls recorded tools that could not be read (their lines go without).
+/// many LLM calls recorded tools that could not be read (their lines go without), and how many
+/// lacked token ids (`tokens`: their rows have none).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Written {
     pub lines: usize,
     pub unreadable_tools: usize,
+    pub missing_token_ids: usize,
 }
 
 /// The tools an LLM call was offered, as its span recorded them, in OpenAI's shape:
@@ -323,13 +328,69 @@ pub fn spans(spans: &[Arc<Span>], out: &mut String) -> serde_json::Result<Writte
     }
     Ok(Written {
         lines: spans.len(),
-        unreadable_tools: 0,
+        ..Written::default()
     })
+}
+
+/// `--format tokens`: one training row of token ids (see [`crate::tokens`]).
+#[derive(Debug, Serialize)]
+struct TokensLine<'a> {
+    #[serde(flatten)]
+    origin: &'a Origin<'a>,
+    /// The row's place among the attempt's rows, from 0.
+    index: usize,
+    /// The LLM calls merged into the row (their `index` in `triplets`), and their spans.
+    calls: &'a [usize],
+    span_ids: &'a [String],
+    prompt_token_ids: &'a [u32],
+    response_token_ids: &'a [u32],
+    loss_mask: &'a [u8],
+    logprobs: Option<&'a [f64]>,
+    /// The attempt's final reward, on every row.
+    reward: Option<f64>,
+    rewards: &'a [NamedReward],
+    model: &'a str,
+    missing_token_ids: bool,
+}
+
+/// Appends one line per token row of the attempt to `out` (none when it made no LLM call).
+pub fn tokens(origin: &Origin<'_>, spans: &[Arc<Span>], out: &mut String) -> serde_json::Result<Written> {
+    let rows = crate::token_rows(spans);
+    let mut written = Written::default();
+    if rows.is_empty() {
+        return Ok(written);
+    }
+    let reward = crate::final_reward(spans);
+    let rewards: Vec<NamedReward> = crate::rewards(spans)
+        .into_iter()
+        .map(|(name, value)| NamedReward { name, value })
+        .collect();
+    for (index, row) in rows.iter().enumerate() {
+        let line = TokensLine {
+            origin,
+            index,
+            calls: &row.calls,
+            span_ids: &row.span_ids,
+            prompt_token_ids: &row.prompt_token_ids,
+            response_token_ids: &row.response_token_ids,
+            loss_mask: &row.loss_mask,
+            logprobs: row.logprobs.as_deref(),
+            reward,
+            rewards: &rewards,
+            model: &row.model,
+            missing_token_ids: row.missing_token_ids,
+        };
+        push_line(out, &line)?;
+        written.lines += 1;
+        written.missing_token_ids += usize::from(row.missing_token_ids);
+    }
+    Ok(written)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agl_store::semconv::{PROMPT_TOKEN_IDS, RESPONSE_TOKEN_IDS};
     use serde_json::json;
 
     #[test]
@@ -483,7 +544,7 @@ mod tests {
             written,
             Written {
                 lines: 3,
-                unreadable_tools: 0
+                ..Written::default()
             }
         );
         let lines = parsed(&out);
@@ -497,7 +558,7 @@ mod tests {
             written,
             Written {
                 lines: 1,
-                unreadable_tools: 0
+                ..Written::default()
             }
         );
         let line = &parsed(&out)[0];
@@ -508,6 +569,61 @@ mod tests {
         let untooled = [llm_span("a", 1.0, "q", "a", json!({}))];
         transcript(&origin(&input), &untooled, &mut out).expect("written");
         assert!(parsed(&out)[0].get("tools").is_none(), "{out}");
+    }
+
+    #[test]
+    fn token_rows_carry_the_attempts_rewards_on_every_row_and_count_calls_without_ids() {
+        let with_ids = |id: &str, start: f64, prompt: Value, response: Value| {
+            let ids = json!({ PROMPT_TOKEN_IDS: prompt, RESPONSE_TOKEN_IDS: response });
+            llm_span(id, start, "q", "a", ids)
+        };
+        let reward: Arc<Span> = Arc::new(
+            serde_json::from_value(json!({
+                "rollout_id": "ro-1", "attempt_id": "at-1", "sequence_id": 9, "trace_id": "0".repeat(32),
+                "span_id": "r", "name": "agentlightning.annotation", "start_time": 9.0,
+                "attributes": {"agentlightning.reward.0.name": "primary", "agentlightning.reward.0.value": 0.5,
+                               "agentlightning.reward.1.name": "speed", "agentlightning.reward.1.value": 0.25},
+            }))
+            .expect("a span"),
+        );
+        let spans = [
+            with_ids("a", 1.0, json!([1, 2]), json!([3])),
+            with_ids("b", 2.0, json!([7]), json!([8])),
+            llm_span("c", 3.0, "q", "a", json!({})),
+            reward,
+        ];
+        let input = json!({"q": 1});
+        let mut out = String::new();
+        let written = tokens(&origin(&input), &spans, &mut out).expect("written");
+        assert_eq!(
+            written,
+            Written {
+                lines: 3,
+                missing_token_ids: 1,
+                ..Written::default()
+            }
+        );
+        let lines = parsed(&out);
+        for (index, line) in lines.iter().enumerate() {
+            assert_eq!(line["index"], index, "{line}");
+            assert_eq!(line["reward"], 0.5, "{line}");
+            assert_eq!(
+                line["rewards"],
+                json!([{"name": "primary", "value": 0.5}, {"name": "speed", "value": 0.25}])
+            );
+            assert_eq!(
+                (&line["rollout_id"], &line["resources_id"]),
+                (&json!("ro-1"), &json!("rs-1"))
+            );
+        }
+        assert_eq!(lines[0]["loss_mask"], json!([0, 0, 1]));
+        assert_eq!(lines[1]["prompt_token_ids"], json!([7]));
+        assert_eq!(lines[2]["missing_token_ids"], true);
+        assert_eq!(lines[2]["span_ids"], json!(["c"]));
+
+        out.clear();
+        let none = tokens(&origin(&input), &[], &mut out).expect("written");
+        assert_eq!((none, out.as_str()), (Written::default(), ""));
     }
 
     #[test]
@@ -529,7 +645,8 @@ mod tests {
             written,
             Written {
                 lines: 2,
-                unreadable_tools: 1
+                unreadable_tools: 1,
+                ..Written::default()
             }
         );
         let lines = parsed(&out);

@@ -7,12 +7,15 @@
 //!   reward on the last one;
 //! - [`messages`]: per LLM call, the prompt followed by the assistant's answer;
 //! - [`transcript`]: the attempt's calls joined into one chat transcript (for fine-tuning);
+//! - [`token_rows`]: the attempt's calls as token ids with a loss mask and logprobs, calls that
+//!   continue each other merged (for RL trainers; never re-tokenised);
 //! - [`final_reward`]: the primary reward of the last span that carries one;
 //! - [`counted_reward`]: a rollout's reward as a run's mean reward counts it (0 unless it
 //!   succeeded);
 //! - [`rewards`]: every named reward, in order;
 //! - [`llm_call_usage`]: the tokens one LLM call span reports, without reading its messages;
-//! - [`export`]: the JSON lines of training-data export (triplets, transcripts, spans);
+//! - [`export`]: the JSON lines of training-data export (triplets, transcripts, token rows,
+//!   spans), and [`export::select`]: which rollouts and attempts an export takes;
 //! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
 //!   the one definition the host's tracer and the OTLP ingest use too.
 //!
@@ -27,6 +30,7 @@ pub mod export;
 mod llm;
 mod model;
 mod reward;
+mod tokens;
 mod transcript;
 mod triplet;
 
@@ -38,5 +42,6 @@ pub use llm::llm_call_usage;
 pub use llm::looks_like_llm_call as is_llm_call;
 pub use model::{Message, ToolCall, Triplet, Usage};
 pub use reward::{counted_reward, final_reward, rewards};
+pub use tokens::{TokenRow, response_logprobs, token_rows};
 pub use transcript::transcript;
 pub use triplet::{messages, triplets};

@@ -201,7 +201,8 @@ pub enum Command {
     ///   agl-host dashboard --db postgres://agl@db-host/agl --port 8080
     #[command(after_long_help = DASHBOARD_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Dashboard(DashboardArgs),
-    /// Export a run as training data: JSON lines of LLM-call triplets, chat transcripts or spans.
+    /// Export a run as training data: JSON lines of LLM-call triplets, chat transcripts, token rows or
+    /// spans.
     ///
     /// From a kept run (--run RUN: its id as `agl-host runs` lists them, a unique start of one, or
     /// its .db file), a store a run was kept in (--db sqlite:PATH|postgres://...), or a store
@@ -224,6 +225,14 @@ pub enum Command {
     ///             (OpenAI's fine-tuning shape, tool calls and results included; "tools" absent
     ///             when no call was offered any), its final reward (and every reward it recorded)
     ///             and the same identifying fields
+    ///   tokens    token-exact rows for RL trainers: per attempt, its LLM calls as prompt and
+    ///             response token ids (as the backend returned them, never re-tokenised), a loss
+    ///             mask (1 on the model's tokens, 0 on the prompt and on tool observations),
+    ///             logprobs, the rewards and the model; calls whose prompt continues the previous
+    ///             call's tokens exactly are merged into one row, as Agent-lightning's trace
+    ///             aggregator does; a call without token ids gets a row with missing_token_ids
+    ///             true (counted on stderr). Also served by `agl-host store` as
+    ///             GET /v1/agl/export/tokens
     ///   spans     one line per span, as the store's wire JSON
     ///
     /// The lines go to --out FILE (written whole or not at all) or stdout; a count goes to stderr.
@@ -232,6 +241,7 @@ pub enum Command {
     ///   agl-host export --run run-20261124-210620-e352 --format triplets --out triplets.jsonl
     ///   agl-host export --run run-20261124 --format messages --mode train --status succeeded > sft.jsonl
     ///   agl-host export --run run-20261124 --format messages --resources-version v1 --min-reward 1 > best.jsonl
+    ///   agl-host export --run run-20261124 --format tokens --mode train --out rl.jsonl
     ///   agl-host export --store http://10.0.0.5:4747 --token secret --format spans --all-attempts
     #[command(after_long_help = EXPORT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Export(ExportArgs),
@@ -353,6 +363,8 @@ pub enum ExportFormat {
     Triplets,
     /// One line per attempt: its chat transcript and final reward.
     Messages,
+    /// Token-exact rows: token ids, loss mask, logprobs, rewards; continuing calls merged.
+    Tokens,
     /// One line per span, as the store's wire JSON.
     Spans,
 }

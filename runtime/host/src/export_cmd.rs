@@ -8,21 +8,13 @@ use crate::inputs::InputError;
 use crate::output::{EXIT_STDOUT_CLOSED, Lines, stderr_line, terminal_safe};
 use crate::remote;
 use crate::whole_file::WholeFile;
-use agl_adapter::export::{self, Origin};
-use agl_runs::read::PAGE;
-use agl_store::{Attempt, AttemptQuery, LightningStore, RolloutQuery, RolloutStatus, RolloutView, SortOrder};
+use agl_adapter::export::{self, Origin, select};
+use agl_store::{Attempt, LightningStore, RolloutView};
 use anyhow::Context;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// The rollout statuses exported when `--status` is not given: the finished ones.
-const FINISHED: [RolloutStatus; 3] = [
-    RolloutStatus::Succeeded,
-    RolloutStatus::Failed,
-    RolloutStatus::Cancelled,
-];
 
 /// The store to read, the run it keeps, and how to name it to the user.
 struct Source {
@@ -43,8 +35,12 @@ struct Counts {
     rollouts: usize,
     attempts: usize,
     lines: usize,
-    /// Attempts whose spans hold no LLM call the adapter reads (triplets, messages).
+    /// Attempts whose spans hold no LLM call the adapter reads (triplets, messages, tokens).
     without_llm_call: usize,
+    /// LLM calls without token ids (tokens: their rows have none).
+    missing_token_ids: usize,
+    /// Attempts with such a call.
+    attempts_missing_token_ids: usize,
     /// Attempts left out because their final reward is outside --min-reward/--max-reward.
     outside_reward: usize,
     /// LLM calls whose recorded tools could not be read (their lines go without).
@@ -72,17 +68,14 @@ impl RewardRange {
         Ok(Self { min, max })
     }
 
-    fn is_set(&self) -> bool {
-        self.min.is_some() || self.max.is_some()
-    }
-
     /// Whether an attempt with this final reward is exported.
     fn admits(&self, reward: Option<f64>) -> bool {
-        if !self.is_set() {
-            return true;
-        }
-        reward
-            .is_some_and(|reward| self.min.is_none_or(|min| reward >= min) && self.max.is_none_or(|max| reward <= max))
+        let filter = select::Filter {
+            min_reward: self.min,
+            max_reward: self.max,
+            ..select::Filter::default()
+        };
+        filter.admits(reward)
     }
 }
 
@@ -123,7 +116,10 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         let attempts = chosen_attempts(store, view, args.all_attempts).await?;
         let mut exported = false;
         for attempt in &attempts {
-            let spans = agl_runs::read::spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?;
+            let rollout_id = &view.rollout.rollout_id;
+            let spans = select::spans(store, rollout_id, &attempt.attempt_id)
+                .await
+                .with_context(|| format!("reading the spans of rollout {rollout_id}"))?;
             if !rewards.admits(agl_adapter::final_reward(&spans)) {
                 counts.outside_reward += 1;
                 continue;
@@ -134,12 +130,15 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             let written = match args.format {
                 ExportFormat::Triplets => export::triplets(&origin, &spans, &mut lines),
                 ExportFormat::Messages => export::transcript(&origin, &spans, &mut lines),
+                ExportFormat::Tokens => export::tokens(&origin, &spans, &mut lines),
                 ExportFormat::Spans => export::spans(&spans, &mut lines),
             }
             .with_context(|| format!("writing attempt {} as JSON", attempt.attempt_id))?;
             counts.attempts += 1;
             counts.lines += written.lines;
             counts.unreadable_tools += written.unreadable_tools;
+            counts.missing_token_ids += written.missing_token_ids;
+            counts.attempts_missing_token_ids += usize::from(written.missing_token_ids > 0);
             if written.lines == 0 && args.format != ExportFormat::Spans {
                 counts.without_llm_call += 1;
             }
@@ -229,60 +228,32 @@ async fn known_resources(store: &dyn LightningStore, place: &str, ids: &[String]
 }
 
 /// The rollouts to export: of the statuses, modes and resources asked for, not the algorithm's
-/// own, by start time (then id).
+/// own, by start time (then id); `agl_adapter::export::select` decides, as it does for the store
+/// server's export route.
 async fn chosen_rollouts(store: &dyn LightningStore, args: &ExportArgs) -> anyhow::Result<Vec<RolloutView>> {
-    let statuses = if args.status.is_empty() {
-        FINISHED.to_vec()
-    } else {
-        args.status.clone()
-    };
-    let mut views: Vec<RolloutView> = Vec::new();
-    loop {
-        // Pages in id order, so that no rollout is seen twice or missed between pages.
-        let query = RolloutQuery::default()
-            .status_in(statuses.iter().copied())
-            .sort_by("rollout_id", SortOrder::Asc)
-            .limit(PAGE)
-            .offset(views.len() as i64);
-        let page = store.query_rollouts(&query).await.context("reading the rollouts")?;
-        let fetched = page.items.len();
-        views.extend(page.items);
-        if fetched == 0 || views.len() as u64 >= page.total {
-            break;
-        }
-    }
-    views.retain(|view| {
-        !agl_runs::read::is_algorithm_rollout(&view.rollout)
-            && (args.mode.is_empty() || view.rollout.mode.is_some_and(|mode| args.mode.contains(&mode)))
-            && ran_with(&view.rollout, &args.resources)
-    });
-    views.sort_by(|a, b| {
-        a.rollout
-            .start_time
-            .total_cmp(&b.rollout.start_time)
-            .then_with(|| a.rollout.rollout_id.cmp(&b.rollout.rollout_id))
-    });
-    Ok(views)
+    select::rollouts(store, &filter(args))
+        .await
+        .context("reading the rollouts")
 }
 
-/// Whether `rollout` ran with one of `resources` (any resources when none is named).
-fn ran_with(rollout: &agl_store::Rollout, resources: &[String]) -> bool {
-    resources.is_empty() || rollout.resources_id.as_ref().is_some_and(|id| resources.contains(id))
+/// The selection the arguments ask for.
+fn filter(args: &ExportArgs) -> select::Filter {
+    select::Filter {
+        statuses: args.status.clone(),
+        modes: args.mode.clone(),
+        resources: args.resources.clone(),
+        all_attempts: args.all_attempts,
+        min_reward: args.min_reward,
+        max_reward: args.max_reward,
+    }
 }
 
 /// The rollout's latest attempt, or all of them in order; none when it never ran.
 async fn chosen_attempts(store: &dyn LightningStore, view: &RolloutView, all: bool) -> anyhow::Result<Vec<Attempt>> {
-    if !all {
-        return Ok(view.attempt.clone().into_iter().collect());
-    }
     let rollout_id = &view.rollout.rollout_id;
-    let mut attempts = store
-        .query_attempts(rollout_id, &AttemptQuery::default())
+    select::attempts(store, view, all)
         .await
-        .with_context(|| format!("reading the attempts of rollout {rollout_id}"))?
-        .items;
-    attempts.sort_by_key(|attempt| attempt.sequence_id);
-    Ok(attempts)
+        .with_context(|| format!("reading the attempts of rollout {rollout_id}"))
 }
 
 /// The closing line on stderr: what was written where, and from what.
@@ -290,6 +261,7 @@ fn summary(args: &ExportArgs, source: &Source, counts: &Counts) -> String {
     let what = match args.format {
         ExportFormat::Triplets => "triplets (one per LLM call)",
         ExportFormat::Messages => "transcripts (one per attempt)",
+        ExportFormat::Tokens => "token rows (LLM calls that continue each other merged)",
         ExportFormat::Spans => "spans",
     };
     let to = args
@@ -313,6 +285,21 @@ fn summary(args: &ExportArgs, source: &Source, counts: &Counts) -> String {
             "; {} attempt{} made no LLM call and gave no line",
             counts.without_llm_call,
             plural(counts.without_llm_call)
+        ));
+    }
+    if counts.missing_token_ids > 0 {
+        line.push_str(&format!(
+            "; warning: {} LLM call{} of {} attempt{} recorded no token ids (the backend returned none; \
+             vLLM through --llm-token-ids does): {} missing_token_ids and no tokens",
+            counts.missing_token_ids,
+            plural(counts.missing_token_ids),
+            counts.attempts_missing_token_ids,
+            plural(counts.attempts_missing_token_ids),
+            if counts.missing_token_ids == 1 {
+                "its row says"
+            } else {
+                "their rows say"
+            },
         ));
     }
     if counts.outside_reward > 0 {

@@ -24,6 +24,7 @@ mod dashboard_agl03;
 mod deadlines;
 mod edge;
 mod export;
+mod export_tokens;
 mod hostile_output;
 mod inspect_runs;
 mod js_agents;

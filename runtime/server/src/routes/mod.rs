@@ -3,6 +3,7 @@
 //! and the layers every served router is wrapped in ([`guard`]).
 
 mod attempts;
+mod export;
 mod host;
 mod metrics;
 mod otlp;
@@ -130,6 +131,7 @@ pub(crate) fn build(
         .route("/v1/agl/spans/search", post(spans::search))
         .route("/v1/agl/spans/next", post(spans::next_sequence_id))
         .route("/v1/agl/waits/rollouts", post(waits::wait_for_rollouts))
+        .route("/v1/agl/export/tokens", get(export::tokens))
         .route("/v1/traces", post(otlp::traces))
         .route("/metrics", get(metrics::scrape))
         .fallback(fallback)
