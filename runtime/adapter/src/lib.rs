@@ -14,6 +14,8 @@
 //!   succeeded);
 //! - [`rewards`]: every named reward, in order;
 //! - [`llm_call_usage`]: the tokens one LLM call span reports, without reading its messages;
+//! - [`events`]: the spans as Agent-lightning 1.0's events (`model_request`, `reward`, posted
+//!   ones) and its `format=triplet` view, for the 1.0 gateway routes;
 //! - [`export`]: the JSON lines of training-data export (triplets, transcripts, token rows,
 //!   spans), and [`export::select`]: which rollouts and attempts an export takes;
 //! - [`conventions`]: the span names and attribute keys all this reads: `agl_store::semconv`,
@@ -26,6 +28,7 @@
 pub use agl_store::semconv as conventions;
 
 mod attrs;
+pub mod events;
 pub mod export;
 mod llm;
 mod model;

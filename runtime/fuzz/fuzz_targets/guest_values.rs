@@ -51,6 +51,7 @@ fn enqueue_request(selector: u8, args: &[String]) -> Option<EnqueueRolloutReques
         resources_id: None,
         config,
         metadata,
+        rollout_id: None,
     })
 }
 

@@ -1,6 +1,7 @@
-//! Bearer-token check: with a token configured, every request but `GET /v1/agl/health` (and,
-//! when a static site is served, the site's `GET`s: its files hold no data) must carry
-//! `Authorization: Bearer <token>`, else it gets a JSON 401.
+//! Bearer-token check: with a token configured, every request but `GET /v1/agl/health` and
+//! `GET /healthz` (and, when a static site is served, the site's `GET`s: its files hold no data)
+//! must carry `Authorization: Bearer <token>` (on Agent-lightning 1.0's gateway paths,
+//! `x-api-key: <token>` too, as its server accepts), else it gets a JSON 401.
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
@@ -23,7 +24,9 @@ pub(crate) struct ExpectedToken {
 /// Middleware: lets the request through when it is the health probe, a static site's file, or
 /// carries the token.
 pub(crate) async fn require_bearer(State(expected): State<ExpectedToken>, request: Request, next: Next) -> Response {
-    let is_health = matches!(*request.method(), Method::GET | Method::HEAD) && request.uri().path() == HEALTH_PATH;
+    let path = request.uri().path();
+    let is_health = matches!(*request.method(), Method::GET | Method::HEAD)
+        && (path == HEALTH_PATH || path == crate::routes::gateway::HEALTHZ_PATH);
     let is_site = expected.public_site && crate::site::serves(request.method(), request.uri().path());
     if is_health || is_site || presents(&request, &expected.token) {
         next.run(request).await
@@ -47,6 +50,11 @@ pub fn require_token(router: axum::Router, token: &str) -> axum::Router {
 
 /// True when the request's `Authorization` header is `Bearer <expected>` (scheme in any case).
 fn presents(request: &Request, expected: &str) -> bool {
+    if crate::routes::gateway::is_gateway_path(request.uri().path())
+        && let Some(key) = request.headers().get("x-api-key")
+    {
+        return !expected.is_empty() && constant_time_eq(key.as_bytes().trim_ascii(), expected.as_bytes());
+    }
     let Some(value) = request.headers().get(header::AUTHORIZATION) else {
         return false;
     };

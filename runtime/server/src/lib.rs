@@ -10,6 +10,8 @@
 //! caps concurrent connections, and answers every bad request with a JSON `{"detail": "..."}`. `POST /v1/traces`
 //! (OTLP/HTTP) is served too, by `agl_otlp`, and `GET /metrics` (Prometheus' text format: rollouts,
 //! attempts and workers by status, spans, LLM calls and tokens, heartbeats, HTTP requests).
+//! Agent-lightning 1.0's gateway API (`/healthz`, `/api/rollouts...`, `/api/models`) is served
+//! beside the 0.3.0 routes over the same store (`routes/gateway/`).
 //!
 //! [`router`] gives the bare `axum::Router` (to embed or test in-process); [`serve`] binds a port
 //! and runs it until [`ServerHandle::shutdown`]; [`serve_with`] serves more routes beside the

@@ -55,11 +55,12 @@ impl fmt::Debug for Site {
 
 /// True for the paths that belong to the API and never to a site, whether routed or not: the
 /// store's and OTLP's `/v1/...` (the LLM proxy's `/v1/chat/completions` too), `/metrics`, and
-/// the LLM proxy's `/proxy/...` and `/rollout/...`; and the same under one kept run's prefix,
+/// the LLM proxy's `/proxy/...` and `/rollout/...`, Agent-lightning 1.0's gateway `/api/...`; and
+/// the same under one kept run's prefix,
 /// `/runs/{run}/v1/...` (`agl-host dashboard` serving every kept run). An unknown one stays a
 /// JSON 404.
 pub fn is_api_path(path: &str) -> bool {
-    const PREFIXES: [&str; 4] = ["/v1", "/metrics", "/proxy", "/rollout"];
+    const PREFIXES: [&str; 5] = ["/v1", "/metrics", "/proxy", "/rollout", "/api"];
     let under_a_run = path
         .strip_prefix("/runs/")
         .and_then(|rest| rest.find('/').map(|slash| &rest[slash..]))

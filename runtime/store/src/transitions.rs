@@ -185,6 +185,24 @@ fn check_request<S: Storage + ?Sized>(storage: &mut S, request: &EnqueueRolloutR
     if let Some(id) = &request.resources_id {
         warn_if_unknown_resources(storage, id, "a new rollout")?;
     }
+    if let Some(id) = &request.rollout_id {
+        check_rollout_id(id)?;
+    }
+    Ok(())
+}
+
+/// Longest caller-chosen rollout id.
+pub const MAX_ROLLOUT_ID_BYTES: usize = 256;
+
+/// A caller-chosen rollout id: 1 to [`MAX_ROLLOUT_ID_BYTES`] bytes of visible ASCII, no `/`
+/// (it is a path segment of both HTTP APIs).
+fn check_rollout_id(id: &str) -> StoreResult<()> {
+    let visible = id.bytes().all(|b| b.is_ascii_graphic() && b != b'/');
+    if id.is_empty() || id.len() > MAX_ROLLOUT_ID_BYTES || !visible {
+        return Err(StoreError::InvalidArgument(format!(
+            "a rollout id must be 1 to {MAX_ROLLOUT_ID_BYTES} visible ASCII characters without `/`"
+        )));
+    }
     Ok(())
 }
 
@@ -202,18 +220,26 @@ fn warn_if_unknown_resources<S: Storage + ?Sized>(storage: &mut S, resources_id:
     Ok(())
 }
 
+/// Inserts the rollout `request` asks for; `Ok((rollout, false))` when it names an id the store
+/// already holds: that rollout, unchanged.
 fn insert_rollout<S: Storage + ?Sized>(
     storage: &mut S,
     request: EnqueueRolloutRequest,
     status: RolloutStatus,
     now: f64,
-) -> StoreResult<Rollout> {
+) -> StoreResult<(Rollout, bool)> {
+    if let Some(id) = &request.rollout_id
+        && let Some(existing) = storage.rollout(id)?
+    {
+        return Ok((existing, false));
+    }
     let resources_id = match request.resources_id {
         Some(id) => Some(id),
         None => storage.latest_resources_id()?,
     };
+    let chosen = request.rollout_id.is_some();
     let mut rollout = Rollout {
-        rollout_id: new_rollout_id(),
+        rollout_id: request.rollout_id.unwrap_or_else(new_rollout_id),
         input: request.input,
         start_time: now,
         end_time: None,
@@ -224,9 +250,15 @@ fn insert_rollout<S: Storage + ?Sized>(
         metadata: Some(request.metadata.unwrap_or_default()),
     };
     while !storage.insert_rollout(&rollout)? {
+        if chosen {
+            return Err(StoreError::Backend(format!(
+                "rollout {} could not be inserted",
+                rollout.rollout_id
+            )));
+        }
         rollout.rollout_id = new_rollout_id();
     }
-    Ok(rollout)
+    Ok((rollout, true))
 }
 
 /// A rollout with its first attempt, bypassing the queue.
@@ -237,7 +269,13 @@ pub fn start_rollout<S: Storage + ?Sized>(
 ) -> StoreResult<AttemptedRollout> {
     run_watchdog_if_due(storage, now)?;
     check_request(storage, &request.rollout)?;
-    let mut rollout = insert_rollout(storage, request.rollout, RolloutStatus::Preparing, now)?;
+    let (mut rollout, created) = insert_rollout(storage, request.rollout, RolloutStatus::Preparing, now)?;
+    if !created {
+        return Err(StoreError::InvalidArgument(format!(
+            "rollout {} exists already; start_rollout creates a new one",
+            rollout.rollout_id
+        )));
+    }
     let attempt = new_attempt(storage, &mut rollout, request.worker_id.as_deref(), now, false)?;
     Ok(AttemptedRollout { rollout, attempt })
 }
@@ -255,8 +293,10 @@ pub fn enqueue<S: Storage + ?Sized>(
     let mut out = Vec::with_capacity(requests.len());
     for request in requests {
         // Stored as queuing already: entering the queue is all `set_rollout_status` would add.
-        let rollout = insert_rollout(storage, request, RolloutStatus::Queuing, now)?;
-        storage.push_queue(&rollout.rollout_id)?;
+        let (rollout, created) = insert_rollout(storage, request, RolloutStatus::Queuing, now)?;
+        if created {
+            storage.push_queue(&rollout.rollout_id)?;
+        }
         out.push(rollout);
     }
     Ok(out)

@@ -1,9 +1,11 @@
-//! The route table of the 0.3.0 store API (one module per resource) and `POST /v1/traces`, the
+//! The route table of the 0.3.0 store API (one module per resource), Agent-lightning 1.0's gateway
+//! API (`gateway/`) and `POST /v1/traces`, the
 //! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them,
 //! and the layers every served router is wrapped in ([`guard`]).
 
 mod attempts;
 mod export;
+pub(crate) mod gateway;
 mod host;
 mod metrics;
 mod otlp;
@@ -134,6 +136,8 @@ pub(crate) fn build(
         .route("/v1/agl/export/tokens", get(export::tokens))
         .route("/v1/traces", post(otlp::traces))
         .route("/metrics", get(metrics::scrape))
+        // Agent-lightning 1.0's gateway API, beside 0.3.0's.
+        .merge(gateway::routes())
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);

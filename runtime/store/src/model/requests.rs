@@ -18,6 +18,11 @@ pub struct EnqueueRolloutRequest {
     pub config: Option<RolloutConfig>,
     #[serde(default)]
     pub metadata: Option<JsonMap>,
+    /// The rollout's id, chosen by the caller (an agl-host extension, for Agent-lightning 1.0's
+    /// gateway, whose `POST /api/rollouts` takes one): creating a rollout whose id exists returns
+    /// the existing one unchanged (idempotent). `None`: the store picks a fresh `ro-` id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_id: Option<String>,
 }
 
 impl EnqueueRolloutRequest {
@@ -28,7 +33,13 @@ impl EnqueueRolloutRequest {
             resources_id: None,
             config: None,
             metadata: None,
+            rollout_id: None,
         }
+    }
+    /// A caller-chosen id (see [`Self::rollout_id`]).
+    pub fn with_rollout_id(mut self, id: impl Into<String>) -> Self {
+        self.rollout_id = Some(id.into());
+        self
     }
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = Some(mode);

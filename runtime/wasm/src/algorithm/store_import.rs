@@ -50,6 +50,7 @@ fn enqueue_request(index: usize, rollout: wit::NewRollout) -> Result<EnqueueRoll
         resources_id: rollout.resources_id,
         config,
         metadata,
+        rollout_id: None,
     })
 }
 

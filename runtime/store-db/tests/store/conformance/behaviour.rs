@@ -363,6 +363,54 @@ async fn an_unknown_resources_id_is_kept_on_enqueue_start_and_update_as_0_3_0_do
 }
 
 #[each_backend]
+async fn a_caller_chosen_rollout_id_is_kept_and_creating_it_again_changes_nothing(backend: Backend) {
+    let (store, _) = manual_store(backend);
+    let batch = store
+        .enqueue_rollouts(vec![
+            EnqueueRolloutRequest::new(json!(1)).with_rollout_id("mine-1"),
+            EnqueueRolloutRequest::new(json!(2)),
+            EnqueueRolloutRequest::new(json!(3)).with_rollout_id("mine-1"),
+        ])
+        .await
+        .expect("chosen ids are accepted");
+    assert_eq!(batch[0].rollout_id, "mine-1");
+    assert_eq!(batch[2], batch[0], "the same id in one batch: the one rollout");
+    assert_ne!(batch[1].rollout_id, "mine-1");
+    let again = store
+        .enqueue_rollout(EnqueueRolloutRequest::new(json!(9)).with_rollout_id("mine-1"))
+        .await
+        .unwrap();
+    assert_eq!(again, batch[0], "created again: unchanged");
+    let taken = store.dequeue_rollouts(10, None).await.unwrap();
+    assert_eq!(taken.len(), 2, "queued once");
+    let running = store
+        .enqueue_rollout(EnqueueRolloutRequest::new(json!(9)).with_rollout_id("mine-1"))
+        .await
+        .unwrap();
+    assert_eq!(running.status, R::Preparing, "a taken rollout is not queued again");
+    assert!(store.dequeue_rollouts(10, None).await.unwrap().is_empty());
+    let start = StartRolloutRequest {
+        rollout: EnqueueRolloutRequest::new(json!(1)).with_rollout_id("mine-1"),
+        worker_id: None,
+    };
+    assert!(matches!(
+        store.start_rollout(start).await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+    for bad in ["", "a/b", "tab\there", &"x".repeat(300)] {
+        let refused = store
+            .enqueue_rollouts(vec![
+                EnqueueRolloutRequest::new(json!(1)),
+                EnqueueRolloutRequest::new(json!(1)).with_rollout_id(bad),
+            ])
+            .await;
+        assert!(matches!(refused, Err(StoreError::InvalidArgument(_))), "{bad:?}");
+    }
+    assert_eq!(store.query_rollouts(&RolloutQuery::default()).await.unwrap().total, 2);
+    store.check_invariants().await.unwrap();
+}
+
+#[each_backend]
 async fn span_sequence_ids_are_issued_for_unknown_rollouts_and_attempts_as_0_3_0_does(backend: Backend) {
     let (store, _) = manual_store(backend);
     let ids = |r: &'static str, a: &'static str| {

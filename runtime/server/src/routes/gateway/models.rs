@@ -1,0 +1,143 @@
+//! 1.0's model servers (`/api/models`), kept as resources: each registered (model, endpoint) is a
+//! `proxy_llm` resource named `gateway-model.{i}.v{version}` in a new resources version that keeps
+//! the latest version's other resources. New rollouts take the latest resources, so the next
+//! rollouts (and the LLM proxy's calls for them) use the model just registered, nothing restarted.
+
+use super::shapes::Model;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::json::Json;
+use crate::routes::{AppState, Created, created};
+use agl_adapter::events::ServingModel;
+use agl_store::{LlmResource, NamedResources, Resource, RolloutView};
+use axum::extract::State;
+use serde_json::{Value, json};
+
+/// The name prefix of a registered model's resource.
+const PREFIX: &str = "gateway-model.";
+/// The most model servers one registration takes.
+const MAX_MODELS: usize = 1024;
+
+/// A registered model's resource name: its place and its version.
+fn resource_name(index: usize, version: i64) -> String {
+    format!("{PREFIX}{index}.v{version}")
+}
+
+/// The model servers registered in `resources`, most recent first.
+fn registered(resources: &NamedResources) -> Vec<Model> {
+    resources
+        .iter()
+        .filter_map(|(name, resource)| {
+            let rest = name.strip_prefix(PREFIX)?;
+            let version = rest.rsplit_once(".v")?.1.parse().ok()?;
+            match resource {
+                Resource::ProxyLlm(llm) => Some(Model {
+                    model: llm.model.clone(),
+                    endpoint: llm.endpoint.clone(),
+                    version,
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// `resources` without the registered models, and `models` (first the first) before the rest.
+fn with_models(resources: NamedResources, models: &[Model]) -> NamedResources {
+    let mut out = NamedResources::new();
+    for (index, model) in models.iter().enumerate() {
+        let llm = LlmResource {
+            endpoint: model.endpoint.clone(),
+            model: model.model.clone(),
+            api_key: None,
+            sampling_parameters: Default::default(),
+        };
+        out.insert(resource_name(index, model.version), Resource::ProxyLlm(llm));
+    }
+    for (name, resource) in resources {
+        if !name.starts_with(PREFIX) {
+            out.insert(name, resource);
+        }
+    }
+    out
+}
+
+/// `POST /api/models` `[{model, endpoint, version}]` → 201 with them: registered (a (model,
+/// endpoint) already registered is replaced), as a new resources version.
+pub(crate) async fn register(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<Vec<Model>>,
+) -> ApiResult<Created<Vec<Model>>> {
+    if body.len() > MAX_MODELS {
+        return Err(ApiError::unprocessable(format!(
+            "at most {MAX_MODELS} model servers at once"
+        )));
+    }
+    if let Some(bad) = body
+        .iter()
+        .find(|m| m.model.trim().is_empty() || m.endpoint.trim().is_empty())
+    {
+        return Err(ApiError::unprocessable(format!(
+            "a model server needs a model and an endpoint, got {:?} at {:?}",
+            bad.model, bad.endpoint
+        )));
+    }
+    let latest = state.store.get_latest_resources().await?;
+    let resources = latest.map(|l| l.resources).unwrap_or_default();
+    // The batch's models first, in its order (the proxy takes the first), then the earlier ones.
+    let mut ordered = registered(&resources);
+    dedupe_in_request_order(&mut ordered, &body);
+    state.store.add_resources(with_models(resources, &ordered)).await?;
+    Ok(created(body))
+}
+
+/// Puts the models of `body` first, in `body`'s order (its last (model, endpoint) winning).
+fn dedupe_in_request_order(models: &mut Vec<Model>, body: &[Model]) {
+    let key = |m: &Model| (m.model.clone(), m.endpoint.clone());
+    let mut first: Vec<Model> = Vec::new();
+    for model in body {
+        if let Some(existing) = first.iter_mut().find(|m| key(m) == key(model)) {
+            *existing = model.clone();
+        } else {
+            first.push(model.clone());
+        }
+    }
+    let rest: Vec<Model> = models
+        .iter()
+        .filter(|m| !first.iter().any(|f| key(f) == key(m)))
+        .cloned()
+        .collect();
+    first.extend(rest);
+    *models = first;
+}
+
+/// `GET /api/models` (agl-host's; 1.0 has none) → the registered model servers, most recent first.
+pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<Vec<Model>>> {
+    let latest = state.store.get_latest_resources().await?;
+    Ok(Json(latest.map(|l| registered(&l.resources)).unwrap_or_default()))
+}
+
+/// `DELETE /api/models` → `{"status": "ok"}`: a new resources version without model servers
+/// (none when there are none).
+pub(crate) async fn delete_all(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    if let Some(latest) = state.store.get_latest_resources().await?
+        && !registered(&latest.resources).is_empty()
+    {
+        state.store.add_resources(with_models(latest.resources, &[])).await?;
+    }
+    Ok(Json(json!({"status": "ok"})))
+}
+
+/// The model server a rollout's calls go to: the first registered in its resources version.
+pub(crate) async fn serving(state: &AppState, view: &RolloutView) -> ApiResult<ServingModel> {
+    let Some(id) = &view.rollout.resources_id else {
+        return Ok(ServingModel::default());
+    };
+    let resources = state.store.get_resources_by_id(id).await?;
+    let first = resources.and_then(|r| registered(&r.resources).into_iter().next());
+    Ok(first.map_or_else(ServingModel::default, |m| ServingModel {
+        model: Some(m.model),
+        endpoint: Some(m.endpoint),
+        version: Some(m.version),
+    }))
+}
