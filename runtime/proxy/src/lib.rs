@@ -13,6 +13,7 @@ mod error;
 mod grants;
 mod pause;
 mod record;
+mod registered;
 mod routes;
 mod stream;
 mod upstream;
@@ -83,6 +84,7 @@ impl Proxy {
                 pause: pause::Pause::default(),
                 grants: Grants::default(),
                 agent_port: std::sync::OnceLock::new(),
+                registered: registered::RegisteredServers::default(),
             }),
         }
     }

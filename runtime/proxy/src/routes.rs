@@ -1,7 +1,8 @@
 //! The proxy's routes and the life of one call: let in unless paused, the body read within its
 //! bounds, the rollout and attempt looked up (with the model and sampling parameters its
 //! resources' `proxy_llm` names, and its mode), the body prepared (model, defaults, token ids),
-//! forwarded to the rollout's upstream, the answer relayed (a stream event by event) and the
+//! forwarded to the rollout's upstream (the model server registered for it through the 1.0
+//! gateway, if any), the answer relayed (a stream event by event) and the
 //! call recorded as a span of the attempt.
 
 use crate::ProxyConfig;
@@ -9,11 +10,12 @@ use crate::error::ProxyError;
 use crate::grants::{AttemptGrant, GrantAnswer, GrantRequest, Grants};
 use crate::pause::{InFlight, Pause, PauseRequest};
 use crate::record::{CallRecord, Outcome, now, write};
+use crate::registered::RegisteredServers;
 use crate::stream::{Assembler, ChannelBody, DONE, EventSplitter, MAX_EVENT_BYTES, event_data, events_of};
 use crate::upstream::{HttpUpstream, Upstream, read_body};
 use agl_llm::openai_json::{chat_request, chat_response, response_body};
 use agl_llm::{ChatRequest, ChatResponse, LlmError};
-use agl_store::{AttemptQuery, LightningStore, Resource, StoreError};
+use agl_store::{AttemptQuery, LightningStore, Resource, StoreError, registered_model};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
@@ -38,6 +40,8 @@ pub(crate) struct Shared {
     pub grants: Grants,
     /// The port of the listener serving [`agent_router`], once bound (told to runners).
     pub agent_port: std::sync::OnceLock<u16>,
+    /// The upstreams of model servers registered through the 1.0 gateway.
+    pub registered: RegisteredServers,
 }
 
 const ATTEMPT: &str = "/rollout/{rollout_id}/attempt/{attempt_id}";
@@ -364,6 +368,9 @@ struct Target {
     model: Option<String>,
     /// That resource's `sampling_parameters`: defaults for what the request leaves unset.
     sampling: agl_store::JsonMap,
+    /// The API root of the model server registered for the rollout through the 1.0 gateway,
+    /// which then answers its calls instead of the proxy's upstreams.
+    server: Option<String>,
 }
 
 fn store_error(error: StoreError) -> ProxyError {
@@ -432,10 +439,17 @@ async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, Pr
         None => store.get_latest_resources().await,
     }
     .map_err(store_error)?;
-    let proxy_llm = resources.and_then(|update| {
-        update.resources.into_values().find_map(|resource| match resource {
-            Resource::ProxyLlm(llm) => Some(llm),
-            _ => None,
+    let registered = resources
+        .as_ref()
+        .and_then(|update| registered_model::first(&update.resources))
+        .map(|(_, llm)| llm.clone());
+    let server = registered.as_ref().map(|llm| llm.endpoint.clone());
+    let proxy_llm = registered.or_else(|| {
+        resources.and_then(|update| {
+            update.resources.into_values().find_map(|resource| match resource {
+                Resource::ProxyLlm(llm) => Some(llm),
+                _ => None,
+            })
         })
     });
     let (model, sampling) = match proxy_llm {
@@ -457,6 +471,7 @@ async fn resolve(store: &dyn LightningStore, route: &Route) -> Result<Target, Pr
             .or_else(|| view.rollout.mode.map(|m| m.as_str().to_owned())),
         model,
         sampling,
+        server,
     })
 }
 
@@ -561,11 +576,23 @@ async fn answer(shared: Arc<Shared>, route: Option<Route>, request: Request) -> 
         Some(route) => Some(resolve(shared.store.as_ref(), route).await?),
         None => None,
     };
-    let upstream = shared
-        .config
-        .upstreams
-        .pick(route.as_ref().map(|r| r.rollout_id.as_str()))
-        .clone();
+    let upstream = match target
+        .as_ref()
+        .and_then(|t| Some((t.server.as_deref()?, t.model.as_deref()?)))
+    {
+        Some((server, model)) => {
+            let first = shared.config.upstreams.all().first();
+            let template = first.and_then(Upstream::openai_config).cloned().unwrap_or_default();
+            shared.registered.upstream(server, model, &template).map_err(|e| {
+                ProxyError::BadGateway(format!("the model server registered for this rollout is unusable: {e}"))
+            })?
+        }
+        None => shared
+            .config
+            .upstreams
+            .pick(route.as_ref().map(|r| r.rollout_id.as_str()))
+            .clone(),
+    };
     let model = prepare(&mut body, target.as_ref(), &shared.config, &upstream);
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let record = match (route, &target) {

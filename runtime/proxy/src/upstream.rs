@@ -70,6 +70,14 @@ impl Upstream {
         Upstream::Backend(backend)
     }
 
+    /// The configuration of an OpenAI-compatible server (none for another backend).
+    pub(crate) fn openai_config(&self) -> Option<&OpenAiConfig> {
+        match self {
+            Upstream::Http(http) => Some(&http.config),
+            Upstream::Backend(_) => None,
+        }
+    }
+
     /// The model used when neither the resources nor the request name one.
     pub fn default_model(&self) -> &str {
         match self {

@@ -56,7 +56,8 @@ async fn a_public_site_beside_the_api_leaves_the_gateway_behind_the_key() {
 struct Gateway {
     store: Arc<dyn LightningStore>,
     _server: ServerHandle,
-    _llm: agl_testkit::llm_server::ServerHandle,
+    /// The proxy's own upstream.
+    llm: agl_testkit::llm_server::ServerHandle,
     base: String,
     client: reqwest::Client,
 }
@@ -89,7 +90,7 @@ impl Gateway {
             base: server.url(),
             store,
             _server: server,
-            _llm: llm,
+            llm,
             client: reqwest::Client::builder()
                 .timeout(std::time::Duration::from_secs(60))
                 .build()
@@ -581,6 +582,22 @@ async fn models_register_list_and_delete_with_versions_as_proxy_llm_resources() 
             .await,
         422,
     );
+    for endpoint in [
+        "vllm:8000",
+        "ftp://h/v1",
+        "http:///v1",
+        "http://user:pw@h/v1",
+        "http://h/v1?x=1",
+    ] {
+        let answer = gateway
+            .call(
+                "POST",
+                "/api/models",
+                Some(json!([{"model": "m", "endpoint": endpoint}])),
+            )
+            .await;
+        assert!(detail(&answer, 422).contains("API root"), "{endpoint}");
+    }
     detail(
         &gateway.call("POST", "/api/models", Some(json!({"model": "m"}))).await,
         422,
@@ -590,11 +607,18 @@ async fn models_register_list_and_delete_with_versions_as_proxy_llm_resources() 
 #[tokio::test]
 async fn a_proxied_call_is_the_attempts_llm_span_and_its_model_request_event_in_both_formats() {
     let gateway = Gateway::start().await;
+    // The trainer's model server, registered: the rollout's calls go there, not to the proxy's
+    // own upstream.
+    let backend = Arc::new(ScriptedBackend::from_json_str(RULES).expect("rules"));
+    let registered = agl_testkit::llm_server::serve(backend, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("registered model server");
+    let endpoint = registered.base_url();
     gateway
         .ok(
             "POST",
             "/api/models",
-            Some(json!([{"model": "policy", "endpoint": "http://vllm:8000/v1", "version": 7}])),
+            Some(json!([{"model": "policy", "endpoint": endpoint, "version": 7}])),
             201,
         )
         .await;
@@ -616,6 +640,15 @@ async fn a_proxied_call_is_the_attempts_llm_span_and_its_model_request_event_in_
         )
         .await;
     assert_eq!(answer["choices"][0]["message"]["content"], "4");
+    assert_eq!(
+        (registered.chat_requests(), gateway.llm.chat_requests()),
+        (1, 0),
+        "the registered server answered, not the proxy's upstream"
+    );
+    assert_eq!(
+        registered.last_body().map(|body| body["model"].clone()),
+        Some(json!("policy"))
+    );
     let spans = gateway
         .store
         .query_spans(&SpanQuery::for_rollout(id.clone()).attempt(attempt.clone()))

@@ -24,7 +24,9 @@ pub use requests::{
     NextSequenceIdRequest, NextSequenceIdResponse, RolloutUpdate, StartAttemptRequest, StartRolloutRequest,
     WaitForRolloutsRequest, WorkerUpdate,
 };
-pub use resources::{LlmResource, NamedResources, PromptTemplate, Resource, ResourcesUpdate, TemplateEngine};
+pub use resources::{
+    LlmResource, NamedResources, PromptTemplate, Resource, ResourcesUpdate, TemplateEngine, registered_model,
+};
 pub use rollout::{AttemptedRollout, Rollout, RolloutConfig, RolloutView};
 pub use span::{
     EncodedJson, Event, Link, OtelResource, Span, SpanContext, StatusCode, TraceStatus, hex_id, json_number,

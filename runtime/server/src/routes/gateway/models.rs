@@ -1,7 +1,8 @@
 //! 1.0's model servers (`/api/models`), kept as resources: each registered (model, endpoint) is a
-//! `proxy_llm` resource named `gateway-model.{i}.v{version}` in a new resources version that keeps
-//! the latest version's other resources. New rollouts take the latest resources, so the next
-//! rollouts (and the LLM proxy's calls for them) use the model just registered, nothing restarted.
+//! `proxy_llm` resource named as `agl_store::registered_model` says, in a new resources version
+//! that keeps the latest version's other resources. New rollouts take the latest resources, so the
+//! next rollouts use the model just registered, nothing restarted: the LLM proxy sends their calls
+//! to its server.
 
 use super::shapes::Model;
 use crate::error::{ApiError, ApiResult};
@@ -9,35 +10,21 @@ use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::routes::{AppState, Created, created};
 use agl_adapter::events::ServingModel;
-use agl_store::{LlmResource, NamedResources, Resource, RolloutView};
+use agl_store::{LlmResource, NamedResources, Resource, RolloutView, registered_model};
 use axum::extract::State;
 use serde_json::{Value, json};
 
-/// The name prefix of a registered model's resource.
-const PREFIX: &str = "gateway-model.";
 /// The most model servers one registration takes.
 const MAX_MODELS: usize = 1024;
 
-/// A registered model's resource name: its place and its version.
-fn resource_name(index: usize, version: i64) -> String {
-    format!("{PREFIX}{index}.v{version}")
-}
-
-/// The model servers registered in `resources`, most recent first.
+/// The model servers registered in `resources`, first the first.
 fn registered(resources: &NamedResources) -> Vec<Model> {
-    resources
-        .iter()
-        .filter_map(|(name, resource)| {
-            let rest = name.strip_prefix(PREFIX)?;
-            let version = rest.rsplit_once(".v")?.1.parse().ok()?;
-            match resource {
-                Resource::ProxyLlm(llm) => Some(Model {
-                    model: llm.model.clone(),
-                    endpoint: llm.endpoint.clone(),
-                    version,
-                }),
-                _ => None,
-            }
+    registered_model::all(resources)
+        .into_iter()
+        .map(|(_, version, llm)| Model {
+            model: llm.model.clone(),
+            endpoint: llm.endpoint.clone(),
+            version,
         })
         .collect()
 }
@@ -52,10 +39,10 @@ fn with_models(resources: NamedResources, models: &[Model]) -> NamedResources {
             api_key: None,
             sampling_parameters: Default::default(),
         };
-        out.insert(resource_name(index, model.version), Resource::ProxyLlm(llm));
+        out.insert(registered_model::name(index, model.version), Resource::ProxyLlm(llm));
     }
     for (name, resource) in resources {
-        if !name.starts_with(PREFIX) {
+        if registered_model::parse(&name).is_none() {
             out.insert(name, resource);
         }
     }
@@ -82,6 +69,12 @@ pub(crate) async fn register(
             bad.model, bad.endpoint
         )));
     }
+    if let Some(bad) = body.iter().find(|m| !is_api_root(&m.endpoint)) {
+        return Err(ApiError::unprocessable(format!(
+            "a model server's endpoint is its OpenAI API root, http(s)://HOST[:PORT]/PATH, got {:?}",
+            bad.endpoint
+        )));
+    }
     let latest = state.store.get_latest_resources().await?;
     let resources = latest.map(|l| l.resources).unwrap_or_default();
     // The batch's models first, in its order (the proxy takes the first), then the earlier ones.
@@ -89,6 +82,19 @@ pub(crate) async fn register(
     dedupe_in_request_order(&mut ordered, &body);
     state.store.add_resources(with_models(resources, &ordered)).await?;
     Ok(created(body))
+}
+
+/// Whether `endpoint` is an http(s) URL with a host and no user info, query or fragment (the LLM
+/// proxy sends the rollouts' calls to `{endpoint}/chat/completions`).
+fn is_api_root(endpoint: &str) -> bool {
+    let Some(rest) = endpoint
+        .strip_prefix("http://")
+        .or_else(|| endpoint.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = rest.split(['/', ':']).next().unwrap_or_default();
+    !host.is_empty() && !endpoint.contains(['@', '?', '#', ' ', '\\']) && !endpoint.chars().any(char::is_control)
 }
 
 /// Puts the models of `body` first, in `body`'s order (its last (model, endpoint) winning).
