@@ -77,6 +77,7 @@ pub const GUESTS: &[Guest] = &[
     component("examples/math-agent"),
     component("examples/classifier-agent"),
     component("examples/tool-agent"),
+    component("examples/rl-cpu/agent-rs"),
     component("tests/guests/probe"),
     component("tests/guests/http-probe"),
     component("tests/guests/proxy-agent"),
