@@ -555,6 +555,9 @@ async fn models_register_list_and_delete_with_versions_as_proxy_llm_resources() 
         .clone();
     assert_eq!(first["resource_type"], "proxy_llm");
     assert_eq!(first["model"], "policy");
+    // The first registered server is also `llm`, the resource agents look up.
+    assert_eq!(latest["resources"]["llm"]["endpoint"], "http://vllm-0:8000/v1");
+    assert_eq!(latest["resources"]["llm"]["resource_type"], "proxy_llm");
     let after = gateway.create(json!([{"input": "after"}])).await[0]["rollout_id"]
         .as_str()
         .unwrap()
@@ -576,6 +579,8 @@ async fn models_register_list_and_delete_with_versions_as_proxy_llm_resources() 
     let deleted = gateway.ok("DELETE", "/api/models", None, 200).await;
     assert_eq!(deleted, json!({"status": "ok"}));
     assert_eq!(gateway.ok("GET", "/api/models", None, 200).await, json!([]));
+    let latest = gateway.ok("GET", "/v1/agl/resources/latest", None, 200).await;
+    assert!(latest["resources"].get("llm").is_none(), "{latest}");
     detail(
         &gateway
             .call("POST", "/api/models", Some(json!([{"model": "", "endpoint": "x"}])))

@@ -25,6 +25,7 @@ mod deadlines;
 mod edge;
 mod export;
 mod export_tokens;
+mod gateway_rollout_manager;
 mod hostile_output;
 mod inspect_runs;
 mod js_agents;

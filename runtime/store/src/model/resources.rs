@@ -58,13 +58,18 @@ pub struct ResourcesUpdate {
 
 /// Model servers registered through Agent-lightning 1.0's gateway (`POST /api/models`), kept as
 /// `proxy_llm` resources named `gateway-model.{place}.v{version}` (the endpoint is the server's,
-/// never the proxy's): the gateway lists them back, and the LLM proxy sends the calls of a rollout
-/// whose resources hold one to the first of them.
+/// never the proxy's), the first also as [`ALIAS`]: the gateway lists them back, agents find the
+/// model where they always look, and the LLM proxy sends the calls of a rollout whose resources
+/// hold one to the first of them.
 pub mod registered_model {
     use super::{LlmResource, NamedResources, Resource};
 
     /// The name prefix of a registered model's resource.
     pub const PREFIX: &str = "gateway-model.";
+
+    /// The name the first registered model server also has: the `proxy_llm` resource agents look
+    /// up (as `agl-host run --llm-proxy` names its own).
+    pub const ALIAS: &str = "llm";
 
     /// The resource name of the model server registered at `place` (0 first) with `version`.
     pub fn name(place: usize, version: i64) -> String {

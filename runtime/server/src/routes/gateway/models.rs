@@ -29,21 +29,34 @@ fn registered(resources: &NamedResources) -> Vec<Model> {
         .collect()
 }
 
-/// `resources` without the registered models, and `models` (first the first) before the rest.
+/// `resources` without the registered models, and `models` (first the first) before the rest;
+/// the first of `models` is also [`registered_model::ALIAS`] (replacing what had that name), and
+/// without models the alias goes if it was the first registered one.
 fn with_models(resources: NamedResources, models: &[Model]) -> NamedResources {
+    let resource = |model: &Model| LlmResource {
+        endpoint: model.endpoint.clone(),
+        model: model.model.clone(),
+        api_key: None,
+        sampling_parameters: Default::default(),
+    };
+    let previous_first = registered_model::first(&resources).map(|(_, llm)| llm.clone());
     let mut out = NamedResources::new();
     for (index, model) in models.iter().enumerate() {
-        let llm = LlmResource {
-            endpoint: model.endpoint.clone(),
-            model: model.model.clone(),
-            api_key: None,
-            sampling_parameters: Default::default(),
-        };
-        out.insert(registered_model::name(index, model.version), Resource::ProxyLlm(llm));
+        out.insert(
+            registered_model::name(index, model.version),
+            Resource::ProxyLlm(resource(model)),
+        );
     }
-    for (name, resource) in resources {
-        if registered_model::parse(&name).is_none() {
-            out.insert(name, resource);
+    if let Some(first) = models.first() {
+        out.insert(registered_model::ALIAS.to_owned(), Resource::ProxyLlm(resource(first)));
+    }
+    for (name, kept) in resources {
+        let ours = registered_model::parse(&name).is_some()
+            || (name == registered_model::ALIAS
+                && (!models.is_empty()
+                    || matches!(&kept, Resource::ProxyLlm(llm) if Some(llm) == previous_first.as_ref())));
+        if !ours {
+            out.insert(name, kept);
         }
     }
     out
