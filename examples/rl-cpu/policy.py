@@ -1,137 +1,134 @@
-"""The policy: a small GPT-style transformer made from a config (random init, no hub), and a
-word-level tokenizer built locally with `tokenizers`. Shared by the server (sampling) and the
-trainer (log-probabilities and the GRPO step), so both see the same tokens and the same maths."""
+"""The policy: a Hugging Face `transformers` causal LM (`LlamaForCausalLM`, the architecture of
+Llama and many open models) made from a tiny `LlamaConfig` with random weights, and a word-level
+tokenizer built here with `tokenizers`, wrapped as a `PreTrainedTokenizerFast` with a chat
+template. No hub download.
+
+Each version is a `save_pretrained` folder (config.json, model.safetensors, tokenizer files), the
+folder a vLLM server (or `AutoModelForCausalLM.from_pretrained`) loads. Shared by the server
+(sampling with the model's own `generate`) and the trainer (TRL's GRPO and the token-exactness
+check), so both see the same tokens."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import os
 from typing import Optional
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never ask the hub
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
 import torch
-import torch.nn as nn
+from transformers.utils import logging as _hf_logging
+
+_hf_logging.disable_progress_bar()  # no progress bars per saved or loaded version
 import torch.nn.functional as F
 
 import tasks
 
 SPECIALS = ["[PAD]", "[UNK]", "[BOS]", "[SEP]", "[EOS]"]
+# The chat template: [BOS], every message's content, [SEP] (the assistant's turn starts after it).
+CHAT_TEMPLATE = "[BOS]{% for message in messages %} {{ message['content'] }}{% endfor %} [SEP]"
 
 
 def build_tokenizer():
-    """A word-level tokenizer over the task's words (whitespace split), made here, not downloaded."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    """A word-level tokenizer over the task's words (whitespace split), made here, not downloaded,
+    as a `PreTrainedTokenizerFast` with special tokens and the chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
     vocab = {w: i for i, w in enumerate(SPECIALS + tasks.VOCABULARY)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
-    tok.add_special_tokens(SPECIALS)  # already in the vocabulary: marks them special for decode
-    return tok
+    tok.add_special_tokens(SPECIALS)  # already in the vocabulary: marks them special
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", bos_token="[BOS]",
+                                   sep_token="[SEP]", eos_token="[EOS]", padding_side="left")
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
 
 
-@dataclasses.dataclass
-class PolicyConfig:
-    vocab_size: int = len(SPECIALS) + len(tasks.VOCABULARY)
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    max_len: int = 32
-    seed: int = 0
+def model_config():
+    """A 2-layer, 64-wide Llama (4 heads): 135,104 parameters over the 29-token vocabulary. (Not Qwen2:
+    transformers 5 forces `Qwen2Tokenizer`, a byte-level BPE, on any folder whose config says qwen2,
+    which drops this word-level tokenizer's pre-tokenizer; for `llama` it trusts tokenizer.json.)"""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=len(SPECIALS) + len(tasks.VOCABULARY), hidden_size=64, intermediate_size=256,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=32,
+        tie_word_embeddings=False, pad_token_id=SPECIALS.index("[PAD]"), bos_token_id=SPECIALS.index("[BOS]"),
+        eos_token_id=SPECIALS.index("[EOS]"), use_cache=True,
+    )
 
 
-class Policy(nn.Module):
-    """Decoder-only transformer: token + position embeddings, pre-norm causal blocks, LM head."""
+def new_policy(seed: int = 0):
+    """Random init from the config (seeded): the weights a real run would load from a checkpoint."""
+    from transformers import AutoModelForCausalLM
 
-    def __init__(self, config: PolicyConfig):
-        super().__init__()
-        self.config = config
-        self.tok = nn.Embedding(config.vocab_size, config.d_model)
-        self.pos = nn.Embedding(config.max_len, config.d_model)
-        layer = nn.TransformerEncoderLayer(
-            config.d_model, config.n_heads, 4 * config.d_model, dropout=0.0, batch_first=True, norm_first=True
-        )
-        self.blocks = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(config.d_model)
-        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
-
-    def forward(self, ids: torch.Tensor, pad_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Logits [batch, time, vocab] for ids [batch, time] (right-padded; pad_mask True at pads)."""
-        t = ids.shape[1]
-        x = self.tok(ids) + self.pos(torch.arange(t, device=ids.device))
-        causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
-        x = self.blocks(x, mask=causal, src_key_padding_mask=pad_mask, is_causal=True)
-        return self.head(self.norm(x))
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(model_config(), attn_implementation="eager", dtype=torch.float32)
+    model.generation_config.pad_token_id = model.config.pad_token_id
+    model.generation_config.eos_token_id = model.config.eos_token_id
+    return model
 
 
-def new_policy(config: PolicyConfig) -> Policy:
-    torch.manual_seed(config.seed)
-    return Policy(config)
+def save(model, tok, path: str) -> None:
+    """One version: the folder `from_pretrained` (and `vllm serve PATH`) loads."""
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
 
 
-def save(policy: Policy, path: str) -> None:
-    torch.save({"config": dataclasses.asdict(policy.config), "state": policy.state_dict()}, path)
+def load(path: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-
-def load(path: str) -> Policy:
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    policy = Policy(PolicyConfig(**blob["config"]))
-    policy.load_state_dict(blob["state"])
-    policy.eval()
-    return policy
+    model = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager", dtype=torch.float32)
+    model.eval()
+    return model, AutoTokenizer.from_pretrained(path)
 
 
 def encode_prompt(tok, messages: list[dict]) -> list[int]:
-    """The chat template: [BOS] content of every message, in order [SEP]."""
-    text = " ".join(str(m.get("content") or "") for m in messages)
-    return [tok.token_to_id("[BOS]")] + tok.encode(text).ids + [tok.token_to_id("[SEP]")]
+    """The chat template's token ids (what vLLM's chat endpoint returns as prompt_token_ids)."""
+    text = tok.apply_chat_template([{"role": m.get("role", "user"), "content": str(m.get("content") or "")}
+                                    for m in messages], tokenize=False)
+    return tok(text, add_special_tokens=False)["input_ids"]
 
 
 @torch.no_grad()
-def sample(policy: Policy, prompt_ids: list[int], max_tokens: int, temperature: float, eos_id: int,
-           generator: Optional[torch.Generator] = None) -> tuple[list[int], list[float]]:
-    """Autoregressive sampling; returns the new token ids and each one's log-probability under the
-    policy's own distribution (temperature 1, as vLLM's default `raw_logprobs`)."""
-    ids = list(prompt_ids)
-    out, logprobs = [], []
-    for _ in range(max_tokens):
-        if len(ids) >= policy.config.max_len:
-            break
-        logits = policy(torch.tensor([ids]))[0, -1]
-        logp = F.log_softmax(logits.float(), dim=-1)
-        if temperature <= 0:
-            nxt = int(torch.argmax(logits))
-        else:
-            probs = F.softmax(logits.float() / temperature, dim=-1)
-            nxt = int(torch.multinomial(probs, 1, generator=generator))
-        out.append(nxt)
-        logprobs.append(float(logp[nxt]))
-        ids.append(nxt)
-        if nxt == eos_id:
-            break
-    return out, logprobs
+def sample(model, prompt_ids: list[int], max_tokens: int, temperature: float,
+           eos_id: int) -> tuple[list[int], list[float]]:
+    """`model.generate`; returns the new token ids and each one's log-probability under the
+    model's own (unprocessed, temperature-1) distribution, as vLLM's default `raw_logprobs`."""
+    max_tokens = max(0, min(max_tokens, model.config.max_position_embeddings - len(prompt_ids)))
+    if max_tokens == 0:
+        return [], []
+    ids = torch.tensor([prompt_ids])
+    greedy = temperature <= 0
+    out = model.generate(
+        ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens, do_sample=not greedy,
+        temperature=None if greedy else temperature, top_k=None, top_p=None, eos_token_id=eos_id,
+        pad_token_id=model.config.pad_token_id, output_logits=True, return_dict_in_generate=True,
+    )
+    new = out.sequences[0, len(prompt_ids):].tolist()
+    logprobs = [float(F.log_softmax(step[0].float(), dim=-1)[t]) for step, t in zip(out.logits, new)]
+    return new, logprobs
 
 
-def sequence_logprobs(policy: Policy, prompts: list[list[int]], responses: list[list[int]], with_entropy: bool = False):
-    """Per-token log-probabilities of each response given its prompt: a padded [batch, max_resp]
-    tensor and its mask (and, with_entropy, the entropy of the policy at each of those positions)."""
+def sequence_logprobs(model, prompts: list[list[int]], responses: list[list[int]]):
+    """Per-token log-probabilities of each response given its prompt (one right-padded forward,
+    positions from 0 in every row): a [batch, max_resp] tensor and its mask."""
     seqs = [p + r for p, r in zip(prompts, responses)]
     width = max(len(s) for s in seqs)
     ids = torch.zeros(len(seqs), width, dtype=torch.long)
-    pad = torch.ones(len(seqs), width, dtype=torch.bool)
+    attn = torch.zeros(len(seqs), width, dtype=torch.long)
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s)
-        pad[i, : len(s)] = False
-    logp = F.log_softmax(policy(ids, pad).float(), dim=-1)
+        attn[i, : len(s)] = 1
+    logp = F.log_softmax(model(input_ids=ids, attention_mask=attn).logits.float(), dim=-1)
     rwidth = max(len(r) for r in responses)
     out = torch.zeros(len(seqs), rwidth)
     mask = torch.zeros(len(seqs), rwidth)
-    entropy = torch.zeros(len(seqs), rwidth)
     for i, (p, r) in enumerate(zip(prompts, responses)):
-        if not r:
-            continue
-        positions = torch.arange(len(p) - 1, len(p) - 1 + len(r))
-        out[i, : len(r)] = logp[i, positions, torch.tensor(r)]
-        mask[i, : len(r)] = 1.0
-        if with_entropy:
-            entropy[i, : len(r)] = -(logp[i, positions].exp() * logp[i, positions]).sum(-1)
-    return (out, mask, entropy) if with_entropy else (out, mask)
+        if r:
+            positions = torch.arange(len(p) - 1, len(p) - 1 + len(r))
+            out[i, : len(r)] = logp[i, positions, torch.tensor(r)]
+            mask[i, : len(r)] = 1.0
+    return out, mask

@@ -6,11 +6,18 @@
                   "token_ids": [...], "logprobs": {"content": [{"token", "logprob"}, ...]}}],
      "usage": {...}}
 
-Weights are served by version: `POST /v1/weights {"version": "v3", "path": "w.pt"}` loads a
-checkpoint as `MODEL@v3`; a request's `model` picks the version (`rl-policy@v3`; plain
-`rl-policy` is the newest). `GET /v1/models` lists the loaded versions.
+The policy is a `transformers` causal LM (policy.py); each version is a `save_pretrained` folder,
+the one `vllm serve FOLDER` would load. Completions come from the model's own `generate`; the
+logprobs are the model's unprocessed (temperature-1) log-probabilities of the sampled tokens, as
+vLLM's default. `POST /v1/weights {"version": "v3", "path": "FOLDER"}` loads a folder as
+`MODEL@v3`; a request's `model` picks the version (`rl-policy@v3`; plain `rl-policy` is the
+newest). `GET /v1/models` lists the loaded versions.
 
-    python server.py --port 8011 --weights target/rl-cpu/v0.pt
+Every completion is also logged here, per version, as the sampler saw it (prompt ids, sampled ids,
+their logprobs, temperature): `GET /v1/samples?version=v3` returns that version's log and drops it,
+so the trainer can check that the store's token rows are exactly what was sampled.
+
+    python server.py --port 8011 --weights target/rl-cpu/run/weights/v0
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import urllib.parse
 
 import torch
 
@@ -34,15 +43,16 @@ class Models:
 
     def __init__(self, keep: int = 4):
         self.lock = threading.Lock()
-        self.versions: dict[str, P.Policy] = {}
+        self.generating = threading.Lock()
+        self.versions: dict[str, tuple] = {}  # version -> (model, tokenizer)
         self.order: list[str] = []
         self.keep = keep
-        self.tok = P.build_tokenizer()
+        self.samples: dict[str, list[dict]] = {}  # version -> what was sampled with it
 
     def load(self, version: str, path: str) -> None:
-        policy = P.load(path)
+        loaded = P.load(path)
         with self.lock:
-            self.versions[version] = policy
+            self.versions[version] = loaded
             self.order = [v for v in self.order if v != version] + [version]
             while len(self.order) > self.keep:
                 self.versions.pop(self.order.pop(0), None)
@@ -53,6 +63,14 @@ class Models:
                 return None, None
             version = model.split("@", 1)[1] if "@" in model else self.order[-1]
             return version, self.versions.get(version)
+
+    def log(self, version: str, record: dict) -> None:
+        with self.lock:
+            self.samples.setdefault(version, []).append(record)
+
+    def take(self, version: str) -> list[dict]:
+        with self.lock:
+            return self.samples.pop(version, [])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -78,6 +96,10 @@ class Handler(BaseHTTPRequestHandler):
             with self.models.lock:
                 data = [{"id": f"{NAME}@{v}", "object": "model", "owned_by": "rl-cpu"} for v in self.models.order]
             self.reply(200, {"object": "list", "data": data})
+        elif self.path.startswith("/v1/samples"):
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            self.reply(200, {"version": query.get("version", [""])[0],
+                             "samples": self.models.take(query.get("version", [""])[0])})
         elif self.path == "/health":
             self.reply(200, {"status": "ok"})
         else:
@@ -99,27 +121,31 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(404, f"no route {self.path}")
         if body.get("stream"):
             return self.error(400, "streaming is not supported by this server")
-        version, policy = self.models.get(str(body.get("model") or NAME))
-        if policy is None:
+        version, loaded = self.models.get(str(body.get("model") or NAME))
+        if loaded is None:
             return self.error(404, f"model {body.get('model')!r} is not loaded", "not_found_error")
-        tok = self.models.tok
+        model, tok = loaded
         prompt_ids = P.encode_prompt(tok, body.get("messages") or [])
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 4)
         temperature = float(body.get("temperature") if body.get("temperature") is not None else 1.0)
-        eos = tok.token_to_id("[EOS]")
-        ids, logprobs = P.sample(policy, prompt_ids, max_tokens, temperature, eos)
+        eos = tok.eos_token_id
+        with self.models.generating:  # one `generate` at a time: concurrent calls on one model disagree
+            ids, logprobs = P.sample(model, prompt_ids, max_tokens, temperature, eos)
         text_ids = [i for i in ids if i != eos]
         finish = "stop" if ids and ids[-1] == eos else "length"
+        content = tok.decode(text_ids, skip_special_tokens=True)
+        self.models.log(version, {"prompt_token_ids": prompt_ids, "token_ids": ids, "logprobs": logprobs,
+                                  "temperature": temperature, "content": content})
         choice = {
             "index": 0,
-            "message": {"role": "assistant", "content": tok.decode(text_ids, skip_special_tokens=True)},
+            "message": {"role": "assistant", "content": content},
             "finish_reason": finish,
         }
         if body.get("return_token_ids"):
             choice["token_ids"] = ids
         if body.get("logprobs"):
             choice["logprobs"] = {"content": [
-                {"token": tok.id_to_token(i), "logprob": lp, "bytes": None, "top_logprobs": []}
+                {"token": tok.convert_ids_to_tokens(i), "logprob": lp, "bytes": None, "top_logprobs": []}
                 for i, lp in zip(ids, logprobs)
             ]}
         answer = {
@@ -150,7 +176,7 @@ def serve(port: int, weights: dict[str, str] | None = None, host: str = "127.0.0
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=8011)
-    parser.add_argument("--weights", help="a checkpoint to serve as version v0")
+    parser.add_argument("--weights", help="a save_pretrained folder to serve as version v0")
     args = parser.parse_args()
     server = serve(args.port, {"v0": args.weights} if args.weights else None)
     print(f"serving {NAME} on http://127.0.0.1:{server.server_address[1]}/v1", flush=True)

@@ -1,16 +1,15 @@
-"""Reads token-exact samples of finished rollouts from the store.
+"""Reads token-exact samples of finished rollouts from the store's tokens export.
 
-One function picks the route: `read_samples = read_samples_from_spans` today (the store's HTTP
-API: each attempt's LLM span carries `prompt_token_ids`, `response_token_ids`, `logprobs.content`,
-its completion text and model; the reward is the attempt's final reward). When
-`agl-host export --format tokens` lands, `read_samples_from_tokens_export` is the one line to
-switch to; both return the same `Sample`s."""
+`GET /v1/agl/export/tokens` on `agl-host store` (the rows of `agl-host export --format tokens`,
+docs/src/reference/export-formats.md#tokens): per attempt, its LLM calls as `prompt_token_ids`,
+`response_token_ids`, `loss_mask`, `logprobs`, the attempt's `reward` / `rewards`, the `model`
+that answered and the `resources_id` the rollout ran with. The trainer asks for one resources
+version and mode at a time (`resources_id=...&mode=train`): exactly the rollouts of one step."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import urllib.parse
 import urllib.request
 from typing import Optional
@@ -20,96 +19,65 @@ from typing import Optional
 class Sample:
     rollout_id: str
     attempt_id: str
-    worker_id: Optional[str]
     prompt_ids: list[int]
     response_ids: list[int]
+    loss_mask: list[int]  # one per prompt + response token: 1 where the model wrote it
     logprobs: list[float]  # the sampler's, one per response token
-    tokens: list[str]  # the sampler's token strings (from logprobs.content)
-    text: str  # the completion text the proxy recorded
     model: str  # the model (and so the weights version) that answered
-    reward: float
+    resources_id: str
+    reward: Optional[float]
 
 
 class Store:
     def __init__(self, url: str, token: str):
         self.url, self.token = url.rstrip("/"), token
 
-    def call(self, method: str, path: str, body=None):
+    def request(self, method: str, path: str, body=None) -> bytes:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
         if data is not None:
             req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=300) as resp:
-            return json.loads(resp.read() or b"null")
+            return resp.read()
+
+    def call(self, method: str, path: str, body=None):
+        return json.loads(self.request(method, path, body) or b"null")
 
 
-def _ids(value) -> list[int]:
-    if isinstance(value, str):
-        value = json.loads(value)
-    return [int(v) for v in value or []]
+def export_tokens(store: Store, **filters) -> list[dict]:
+    """The rows of `GET /v1/agl/export/tokens?FILTERS` (status, mode, resources_id, min_reward, ...)."""
+    query = urllib.parse.urlencode({k: v for k, v in filters.items() if v is not None})
+    text = store.request("GET", f"/v1/agl/export/tokens?{query}").decode()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _llm_span(spans: list[dict]) -> Optional[dict]:
-    for span in spans:
-        attrs = span.get("attributes") or {}
-        if "response_token_ids" in attrs or "prompt_token_ids" in attrs:
-            return span
-    return None
-
-
-def _reward(spans: list[dict]) -> Optional[float]:
-    """The attempt's final reward: the primary value of its last reward annotation span
-    (`agentlightning.reward.0.value`, as Agent-lightning and `agl-host export` read it)."""
-    value = None
-    for span in spans:
-        attrs = span.get("attributes") or {}
-        if attrs.get("agentlightning.reward.0.value") is not None:
-            value = float(attrs["agentlightning.reward.0.value"])
-    return value
-
-
-def read_samples_from_spans(store: Store, rollouts: list[dict]) -> list[Sample]:
-    samples = []
-    for rollout in rollouts:
-        attempt = store.call("GET", f"/v1/agl/rollouts/{rollout['rollout_id']}/attempts/latest")
-        query = urllib.parse.urlencode({"rollout_id": rollout["rollout_id"], "attempt_id": attempt["attempt_id"]})
-        spans = store.call("GET", f"/v1/agl/spans?{query}")["items"]
-        llm = _llm_span(spans)
-        reward = _reward(spans)
-        if llm is None or reward is None or attempt.get("status") != "succeeded":
+def read_samples(store: Store, resources_id: str, mode: str, rollout_ids: list[str]) -> dict[str, Sample]:
+    """The sample of each of these rollouts (by rollout id) that ran with `resources_id` in `mode`;
+    a rollout whose attempt has no row with token ids (it failed before its LLM call) is absent.
+    These agents make one LLM call per attempt, so one row each; a multi-turn agent's merged
+    rows would carry their observation tokens masked out in `loss_mask`."""
+    wanted = set(rollout_ids)
+    samples: dict[str, Sample] = {}
+    for row in export_tokens(store, resources_id=resources_id, mode=mode):
+        if row["rollout_id"] not in wanted or row.get("missing_token_ids"):
             continue
-        attrs = llm["attributes"]
-        content = json.loads(attrs.get("logprobs.content") or "[]")
-        samples.append(Sample(
-            rollout_id=rollout["rollout_id"], attempt_id=attempt["attempt_id"], worker_id=attempt.get("worker_id"),
-            prompt_ids=_ids(attrs.get("prompt_token_ids")), response_ids=_ids(attrs.get("response_token_ids")),
-            logprobs=[float(c["logprob"]) for c in content], tokens=[c.get("token") for c in content],
-            text=attrs.get("gen_ai.completion.0.content") or "",
-            model=attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or "",
-            reward=reward,
-        ))
+        if row["rollout_id"] in samples:
+            raise ValueError(f"rollout {row['rollout_id']}: more than one token row (one LLM call expected)")
+        samples[row["rollout_id"]] = Sample(
+            rollout_id=row["rollout_id"], attempt_id=row["attempt_id"],
+            prompt_ids=[int(i) for i in row["prompt_token_ids"]],
+            response_ids=[int(i) for i in row["response_token_ids"]],
+            loss_mask=[int(m) for m in row["loss_mask"]],
+            logprobs=[float(x) for x in row["logprobs"]] if row.get("logprobs") is not None else [],
+            model=row.get("model") or "", resources_id=row.get("resources_id") or "",
+            reward=None if row.get("reward") is None else float(row["reward"]),
+        )
     return samples
 
 
-def read_samples_from_tokens_export(agl_host: str, store: Store, rollouts: list[dict]) -> list[Sample]:
-    """`agl-host export --store URL --format tokens` (being built): one line per LLM call with its
-    token ids, logprobs and final reward. Field names follow `--format triplets` plus `logprobs`;
-    adjust here once the format is documented."""
-    out = subprocess.run([agl_host, "export", "--store", store.url, "--token", store.token, "--format", "tokens"],
-                         check=True, capture_output=True, text=True).stdout
-    wanted = {r["rollout_id"] for r in rollouts}
-    samples = []
-    for line in out.splitlines():
-        row = json.loads(line)
-        if row["rollout_id"] not in wanted or row.get("final_reward") is None:
-            continue
-        samples.append(Sample(row["rollout_id"], row["attempt_id"], None, row["prompt_token_ids"],
-                              row["response_token_ids"], [float(x) for x in row.get("logprobs") or []],
-                              [], row.get("response") or "", row.get("model") or "", float(row["final_reward"])))
-    return samples
-
-
-def read_samples(store: Store, rollouts: list[dict]) -> list[Sample]:
-    """The one switch: spans today, `--format tokens` once it lands."""
-    return read_samples_from_spans(store, rollouts)
+def worker_ids(store: Store, rollout_ids: list[str]) -> dict[str, Optional[str]]:
+    """The worker that ran each rollout's latest attempt (`POST /v1/agl/rollouts/search`, whose
+    items carry their latest attempt): which runner, so which agent, made the sample."""
+    page = store.call("POST", "/v1/agl/rollouts/search", {"rollout_id_in": rollout_ids, "limit": len(rollout_ids)})
+    return {r["rollout_id"]: (r.get("attempt") or {}).get("worker_id") for r in page["items"]}
