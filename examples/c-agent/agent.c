@@ -204,6 +204,12 @@ static bool rollout(const agent_string_t *task_json, agent_option_f64_t *ret, ag
             snprintf(line, sizeof line, "extracted answer: no number (expected %.64s)", answer);
         }
         log_at(AGL_AGENT_TRACE_LEVEL_INFO, line);
+        if (!correct) {
+            /* Textual feedback beside the reward (agl:agent 0.3.0), for algorithms that learn from
+               text: what went wrong on this task. */
+            agent_string_t feedback = borrow(line);
+            agl_agent_reward_feedback(&feedback);
+        }
         /* The final reward; an algorithm reads it from the rollout. */
         ret->is_some = true;
         ret->val = correct ? 1.0 : 0.0;

@@ -1,5 +1,5 @@
 // Type declarations of the `agl` module: agl-host agents in JavaScript or TypeScript
-// (world agl:agent/agent@0.2.0). See README.md.
+// (world agl:agent/agent@0.3.0). See README.md.
 
 /** Which split a rollout belongs to. */
 export type Mode = 'train' | 'val' | 'test';
@@ -142,11 +142,18 @@ export interface Ctx {
   reward(value: number): void;
   /** One of several named rewards. */
   reward(name: string, value: number): void;
+  /**
+   * Textual feedback on this attempt beside its reward (what went wrong on this task), for
+   * algorithms that learn from text; several calls append, bounded by the host (16 KiB).
+   */
+  feedback(text: string): void;
 }
 declare module './testing/index.js' {
   interface LocalHost {
     /** `[name, value]` per reward, the name undefined for the primary one. */
     readonly rewards: Array<[string | undefined, number]>;
+    /** The `ctx.feedback` texts, in order. */
+    readonly feedback: string[];
   }
 }
 
@@ -171,7 +178,7 @@ export declare function rollout<Task = any>(
 /** Formats an f-string template in the guest (`{name}`, `{{`, `}}`). */
 export declare function formatTemplate(template: string, vars: Record<string, unknown>): string;
 
-export declare const WIT_PACKAGE: 'agl:agent@0.2.0';
+export declare const WIT_PACKAGE: 'agl:agent@0.3.0';
 
 /** Every error the SDK throws. */
 export declare class AglError extends Error {}

@@ -21,6 +21,10 @@ pub struct Config {
     /// (the default) or `test` (`agl-host eval`: a held-out split is evaluated, not trained on).
     #[serde(default)]
     pub train_mode: Option<String>,
+    /// Adds `tasks` to the summary: every rollout's task view (input, output, reward, the agent's
+    /// feedback, the LLM transcript), as an algorithm that learns from text reads it.
+    #[serde(default)]
+    pub task_views: bool,
 }
 
 fn one_second() -> f64 {
@@ -34,6 +38,7 @@ impl Default for Config {
             wait_timeout_seconds: None,
             poll_seconds: one_second(),
             train_mode: None,
+            task_views: false,
         }
     }
 }
@@ -109,10 +114,11 @@ mod tests {
     fn every_key_is_read() {
         let config = parse(
             r#"{"rollout_config": {"max_attempts": 2, "retry_condition": ["failed"], "timeout_seconds": 60},
-                "wait_timeout_seconds": 600, "poll_seconds": 0.25}"#,
+                "wait_timeout_seconds": 600, "poll_seconds": 0.25, "task_views": true}"#,
         )
         .unwrap();
         assert!(config.check().is_ok());
+        assert!(config.task_views);
         let rollout_config = config.rollout_config.clone().unwrap();
         assert_eq!(rollout_config.max_attempts, 2);
         assert_eq!(rollout_config.retry_condition, [AttemptStatus::Failed]);

@@ -6,6 +6,7 @@ mod config;
 mod evaluate;
 mod report;
 mod stats;
+mod tasks;
 
 use agl_algorithm_sdk::prelude::*;
 use serde_json::Value;
@@ -92,7 +93,14 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
     if let Some((score, detail)) = report.best() {
         host.best(score, report.resources_id.as_deref(), &detail)?;
     }
-    Ok(report.summary())
+    let mut summary = report.summary();
+    if config.task_views
+        && let Value::Object(fields) = &mut summary
+    {
+        let splits = enqueued.iter().map(|(split, ids)| (split.name, ids.as_slice()));
+        fields.insert("tasks".to_string(), tasks::views(host, splits)?);
+    }
+    Ok(summary)
 }
 
 agl_algorithm_sdk::export_algorithm!(run);

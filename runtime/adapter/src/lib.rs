@@ -13,6 +13,8 @@
 //! - [`counted_reward`]: a rollout's reward as a run's mean reward counts it (0 unless it
 //!   succeeded);
 //! - [`rewards`]: every named reward, in order;
+//! - [`task_view`]: one attempt of a task for algorithms that learn from text (GEPA): its output,
+//!   reward, [`feedback`] and transcript;
 //! - [`llm_call_usage`]: the tokens one LLM call span reports, without reading its messages;
 //! - [`events`]: the spans as Agent-lightning 1.0's events (`model_request`, `reward`, posted
 //!   ones) and its `format=triplet` view, for the 1.0 gateway routes;
@@ -33,6 +35,7 @@ pub mod export;
 mod llm;
 mod model;
 mod reward;
+mod task;
 mod tokens;
 mod transcript;
 mod triplet;
@@ -45,6 +48,7 @@ pub use llm::llm_call_usage;
 pub use llm::looks_like_llm_call as is_llm_call;
 pub use model::{Message, ToolCall, Triplet, Usage};
 pub use reward::{counted_reward, final_reward, rewards};
+pub use task::{TaskView, feedback, task_view};
 pub use tokens::{TokenRow, response_logprobs, token_rows};
 pub use transcript::transcript;
 pub use triplet::{messages, triplets};

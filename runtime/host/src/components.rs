@@ -112,8 +112,8 @@ fn component_file(source: &ComponentSource, role: &str) -> Result<PathBuf, Input
     }
 }
 
-/// Refuses a component that imports the LLM interface when no LLM is configured: every run of
-/// it would fail.
+/// Refuses a component that calls the LLM (imports `llm.chat`, not only the interface's types)
+/// when no LLM is configured: every run of it would fail.
 pub fn require_llm(component: &Loaded, role: &str, llm: &LlmArgs) -> Result<(), InputError> {
     if component.uses_llm() && !llm.is_configured() {
         return Err(InputError(format!(

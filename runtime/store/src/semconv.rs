@@ -69,6 +69,13 @@ pub const REWARD_0_VALUE: &str = "agentlightning.reward.0.value";
 /// The name `emit_reward(float)` gives a plain reward, and agl-host gives `reward.emit` and a
 /// returned reward.
 pub const PRIMARY_REWARD: &str = "primary";
+/// The agent's textual feedback beside its reward (`reward.feedback`, agl:agent 0.3.0): a list of
+/// texts, in the order given, on the attempt's final reward span (or on an annotation span of
+/// their own when the attempt ends without a reward).
+pub const REWARD_FEEDBACK: &str = "agl.reward.feedback";
+/// Bytes of feedback the host dropped past its bound (on the span holding the feedback; absent
+/// when none was dropped).
+pub const REWARD_FEEDBACK_DROPPED_BYTES: &str = "agl.reward.feedback.dropped_bytes";
 /// Agent-lightning 0.2's reward: a `reward` attribute on an annotation span.
 pub const LEGACY_REWARD: &str = "reward";
 /// AgentOps' `@reward` operations: the output, a JSON object `{"type": "reward", "value": x}` (or

@@ -6,7 +6,7 @@
 use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
-use crate::capabilities::reward::{final_reward, invalid_reward, record_final_reward};
+use crate::capabilities::reward::{final_reward, invalid_reward, record_feedback_alone, record_final_reward};
 use crate::capabilities::wasi::clocks::attempt_seed;
 use crate::capabilities::wasi::output::{self, CapturedOutput};
 use crate::capabilities::{InstanceContext, Sandbox, new_store};
@@ -215,15 +215,14 @@ impl AgentComponent {
         let stderr = stderr_pipe.take();
         output::record(&state.world.trace, &stdout, &stderr);
         let reward = match &result {
-            Ok(returned) => {
-                let reward = final_reward(*returned, &state.sandbox.reward);
-                if let Some(value) = reward {
-                    record_final_reward(&mut state, *returned, value);
-                }
-                reward
-            }
+            Ok(returned) => final_reward(*returned, &state.sandbox.reward).inspect(|&value| {
+                record_final_reward(&mut state, *returned, value);
+            }),
             Err(_) => None,
         };
+        if reward.is_none() {
+            record_feedback_alone(&mut state);
+        }
         let InstanceState {
             sandbox: Sandbox { llm, limits, .. },
             world: AttemptState { trace, .. },

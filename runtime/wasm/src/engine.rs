@@ -18,6 +18,7 @@ use crate::state::HostState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -195,10 +196,10 @@ impl WasmHost {
         };
         let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
         let pre = AgentPre::new(pre).map_err(wrong_world)?;
-        let imports = self.import_names(&component);
+        let (imports, uses_llm) = self.import_names(&component);
         Ok(AgentComponent::new(
             pre,
-            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports),
+            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports, uses_llm),
         ))
     }
 
@@ -224,20 +225,32 @@ impl WasmHost {
         };
         let pre = self.algorithm_linker.instantiate_pre(&component).map_err(wrong_world)?;
         let pre = AlgorithmPre::new(pre).map_err(wrong_world)?;
-        let imports = self.import_names(&component);
+        let (imports, uses_llm) = self.import_names(&component);
         Ok(AlgorithmComponent::new(
             pre,
-            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports),
+            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports, uses_llm),
         ))
     }
 
-    /// The names of a component's imports.
-    fn import_names(&self, component: &Component) -> Vec<String> {
-        component
+    /// The names of a component's imports, and whether it imports a function of the LLM
+    /// interface (an import of it for its types only calls nothing).
+    fn import_names(&self, component: &Component) -> (Vec<String>, bool) {
+        let mut uses_llm = false;
+        let names = component
             .component_type()
             .imports(&self.engine)
-            .map(|(name, _)| name.to_owned())
-            .collect()
+            .map(|(name, item)| {
+                if crate::loaded::is_llm_interface(name)
+                    && let ComponentItem::ComponentInstance(instance) = item.ty
+                {
+                    uses_llm |= instance
+                        .exports(&self.engine)
+                        .any(|(_, export)| matches!(export.ty, ComponentItem::ComponentFunc(_)));
+                }
+                name.to_owned()
+            })
+            .collect();
+        (names, uses_llm)
     }
 
     /// Checks a policy against the engine's limits and compiles (or loads) the component.

@@ -11,7 +11,8 @@
 //! - [`AlgorithmComponent::run`] runs an algorithm component, which drives the store, reads
 //!   spans through the adapter and reports progress to an [`AlgorithmObserver`].
 //!
-//! - [`v0_1`] serves components built against `agl:agent@0.1.0` beside 0.2.0 ones.
+//! - [`v0_1`] and [`v0_2`] serve components built against `agl:agent@0.1.0` and `@0.2.0` beside
+//!   0.3.0 ones.
 //!
 //! This crate knows the store trait and the LLM backend trait; it knows nothing of HTTP servers
 //! or the command line.
@@ -31,6 +32,7 @@ pub use agl_policy as policy;
 pub use capabilities::wasi::output;
 mod state;
 pub mod v0_1;
+pub mod v0_2;
 
 pub use agent::{AgentComponent, AttemptOutcome, AttemptRequest, TraceObserver};
 /// The span pipeline and the LLM allowance are `agl-trace`'s (shared with the LLM proxy, no

@@ -14,12 +14,19 @@ pub struct Loaded {
     pub(crate) policy: SandboxPolicy,
     compiled: Compiled,
     compile_time: Duration,
-    /// The names of the component's imports (e.g. `agl:agent/llm@0.2.0`).
+    /// The names of the component's imports (e.g. `agl:agent/llm@0.3.0`).
     imports: Vec<String>,
+    /// Whether it imports a function of the LLM interface (not only its types).
+    uses_llm: bool,
 }
 
 /// The LLM interface of the `agl:agent` package, without its version.
 const LLM_INTERFACE: &str = "agl:agent/llm";
+
+/// Whether `name` is the LLM interface, at any version.
+pub(crate) fn is_llm_interface(name: &str) -> bool {
+    name == LLM_INTERFACE || name.strip_prefix(LLM_INTERFACE).is_some_and(|v| v.starts_with('@'))
+}
 
 impl Loaded {
     pub(crate) fn new(
@@ -28,6 +35,7 @@ impl Loaded {
         compiled: Compiled,
         compile_time: Duration,
         imports: Vec<String>,
+        uses_llm: bool,
     ) -> Self {
         Self {
             name,
@@ -35,6 +43,7 @@ impl Loaded {
             compiled,
             compile_time,
             imports,
+            uses_llm,
         }
     }
 
@@ -51,11 +60,11 @@ impl Loaded {
         &self.imports
     }
 
-    /// Whether the component imports the LLM interface (so its runs need an LLM backend).
+    /// Whether the component calls the LLM (so its runs need an LLM backend): it imports a
+    /// function of the LLM interface. One that imports the interface for its types only (an
+    /// algorithm reading `adapter.task`'s transcript of `llm.message`s) does not.
     pub fn uses_llm(&self) -> bool {
-        self.imports
-            .iter()
-            .any(|name| name == LLM_INTERFACE || name.strip_prefix(LLM_INTERFACE).is_some_and(|v| v.starts_with('@')))
+        self.uses_llm
     }
 
     /// Whether the compiled code came from the cache, and how long loading took.

@@ -2,7 +2,7 @@
 // module of `src/capabilities/` whose default export is
 //
 //   {
-//     imports: { fn, ... },          // its `agl:agent/<iface>@0.2.0` functions, as it imported them
+//     imports: { fn, ... },          // its `agl:agent/<iface>@0.3.0` functions, as it imported them
 //     ctx: { method() {}, get x() {} },   // members of Ctx; `hostOf(this)` is the attempt's host
 //     local: {                       // its fake in agl/testing's LocalHost
 //       state(options) { return { recorded: [] }; },   // fields of a new LocalHost, from its options

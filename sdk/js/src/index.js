@@ -8,7 +8,7 @@
 //   });
 //
 // `agl-host build DIR` bundles the module with this SDK and builds a component of the world
-// agl:agent/agent@0.2.0 with componentize-js. See sdk/js/README.md.
+// agl:agent/agent@0.3.0 with componentize-js. See sdk/js/README.md.
 
 import { AglError } from './errors.js';
 import { witHost } from './host.js';
@@ -32,7 +32,7 @@ export { formatTemplate } from './template.js';
 export * from 'agl:capabilities';
 
 /** The WIT package this SDK speaks. */
-export const WIT_PACKAGE = 'agl:agent@0.2.0';
+export const WIT_PACKAGE = 'agl:agent@0.3.0';
 
 /**
  * Wraps the agent function `fn(task, ctx)` (sync or async) as the component's `rollout` export:

@@ -25,6 +25,22 @@ test('a returned number is the final reward; nothing leaves it to ctx.reward', a
   assert.deepEqual(host.rewards, [['a', 0.25], [undefined, 1]]);
 });
 
+test('ctx.feedback appends texts beside the reward, in order; a non-string throws', async () => {
+  const host = new LocalHost();
+  const outcome = await run(
+    agl.rollout((task, ctx) => {
+      ctx.feedback('expected 27, got 2.7: units');
+      ctx.feedback('\u001b[2J kept as data');
+      assert.throws(() => ctx.feedback(27), /feedback must be a string, not number/);
+      return 0;
+    }),
+    {},
+    host,
+  );
+  assert.equal(outcome.reward, 0);
+  assert.deepEqual(host.feedback, ['expected 27, got 2.7: units', '\u001b[2J kept as data']);
+});
+
 test('the task is the parsed input and the context is the rollout context', async () => {
   const seen = [];
   const rollout = agl.rollout(async (task, ctx) => {

@@ -1,4 +1,4 @@
-// Node module-resolution hooks for tests (registered by register.js): `agl:agent/<iface>@0.2.0`
+// Node module-resolution hooks for tests (registered by register.js): `agl:agent/<iface>@0.3.0`
 // resolves to a stub of that interface generated from the WIT (wit-stub.js), `agl:capabilities`
 // to every module of src/capabilities/ (as build.mjs's esbuild plugin does in a guest), `agl` and
 // `agl/testing` to this SDK, anything else as usual.

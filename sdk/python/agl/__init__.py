@@ -43,7 +43,7 @@ from .errors import (
 from .host import Level, LlmEndpoint, Mode, PromptTemplate, Resource, RolloutContext
 from .llm import ChatResponse, Llm, Message, Tool, ToolCall, Usage
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "rollout",

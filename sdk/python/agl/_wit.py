@@ -99,6 +99,9 @@ class WitHost:
     def emit_named_reward(self, name: str, value: float) -> None:
         wit_reward.emit_named(name, value)
 
+    def give_feedback(self, text: str) -> None:
+        wit_reward.feedback(text)
+
     def resource(self, name: str) -> Optional[Resource]:
         found = wit_resources.get(name)
         if found is None:

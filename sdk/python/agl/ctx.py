@@ -136,6 +136,16 @@ class Ctx:
         else:
             raise TypeError("use ctx.reward(value) or ctx.reward(name, value)")
 
+    def feedback(self, text: str) -> None:
+        """Textual feedback on this attempt beside its reward: what went wrong on this task
+        (``"expected 27, got 2.7: units"``, a compiler error, a failed check), for algorithms
+        that learn from text. Several calls append, in order; the host keeps up to 16 KiB in all
+        (the rest is dropped and counted, never failing the attempt) and records them on the
+        attempt's final reward span."""
+        if not isinstance(text, str):
+            raise TypeError(f"feedback must be a str, not {type(text).__name__}")
+        self._host.give_feedback(text)
+
     # --- resources ------------------------------------------------------------------------
 
     def resource(self, name: str) -> Optional[Resource]:

@@ -94,6 +94,10 @@ class Host(Protocol):
         """Records a named reward."""
         ...
 
+    def give_feedback(self, text: str) -> None:
+        """Appends textual feedback on the attempt (recorded on its final reward span)."""
+        ...
+
     def resource(self, name: str) -> Optional[Resource]:
         """The resource called ``name``, if any."""
         ...

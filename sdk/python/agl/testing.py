@@ -1,7 +1,7 @@
 """Testing an agent in plain CPython, without agl-host or WebAssembly.
 
 :class:`LocalHost` plays the host: resources from a dict, LLM replies from a function, a record of
-every call (logs, rewards, operations), and each capability's fake (:mod:`agl._capability`):
+every call (logs, rewards, feedback, operations), and each capability's fake (:mod:`agl._capability`):
 ``LocalHost(http=...)`` answers HTTP requests with a function, or sends them for real to the hosts
 you grant (:func:`urllib_http`). :func:`run` runs one attempt of a rollout function the way the
 component does, exceptions included::
@@ -67,6 +67,7 @@ class LocalHost:
     messages: list[str]
     objects: list[Any]
     rewards: list[tuple[Optional[str], float]]
+    feedback: list[str]
     operations: list[Operation]
 
     def __init__(
@@ -84,6 +85,7 @@ class LocalHost:
         self.messages = []
         self.objects = []
         self.rewards = []
+        self.feedback = []
         self.operations = []
         found = _capability.registered()
         unknown = sorted(set(options) - {c.name for c in found})
@@ -125,6 +127,9 @@ class LocalHost:
 
     def emit_named_reward(self, name: str, value: float) -> None:
         self.rewards.append((name, value))
+
+    def give_feedback(self, text: str) -> None:
+        self.feedback.append(text)
 
     def resource(self, name: str) -> Optional[Resource]:
         if name in self.prompts:

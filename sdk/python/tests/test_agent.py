@@ -189,6 +189,19 @@ class CtxTests(unittest.TestCase):
         self.assertEqual(host.messages, ["hello"])
         self.assertEqual(host.objects, [{"k": [1, 2]}])
 
+    def test_feedback_appends_in_order_and_must_be_text(self) -> None:
+        host = LocalHost()
+
+        def body(task: dict, ctx: agl.Ctx) -> float:
+            ctx.feedback("expected 27, got 2.7: units")
+            ctx.feedback("\x1b[2J kept as data")
+            return 0.0
+
+        self.assertEqual(run(body, {}, host).reward, 0.0)
+        self.assertEqual(host.feedback, ["expected 27, got 2.7: units", "\x1b[2J kept as data"])
+        self.assertEqual(run(lambda t, c: c.feedback(27), {}).error,
+                         "TypeError: feedback must be a str, not int")
+
     def test_bad_rewards_and_objects_raise(self) -> None:
         self.assertEqual(run(lambda t, c: c.reward(float("nan")), {}).error,
                          "ValueError: a reward must be a finite number within ±1e15, not nan")

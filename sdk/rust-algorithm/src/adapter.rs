@@ -3,7 +3,7 @@
 //! latest attempt.
 
 use crate::bindings::agl::agent::adapter as wit;
-use crate::{Error, Host, Message, Result, Triplet};
+use crate::{Error, Host, Message, Result, TaskView, Triplet};
 
 fn adapter_error(call: &str) -> impl FnOnce(String) -> Error + '_ {
     move |why| Error::new(format!("adapter.{call}: {why}"))
@@ -26,5 +26,12 @@ impl Host {
     /// assistant's answer, one list per call, in order.
     pub fn messages(&self, rollout_id: &str, attempt_id: Option<&str>) -> Result<Vec<Vec<Message>>> {
         wit::messages(rollout_id, attempt_id).map_err(adapter_error("messages"))
+    }
+
+    /// One attempt of a task as an algorithm that learns from text (GEPA) reads it: its input,
+    /// output (the last LLM answer), final reward, the agent's feedback texts (`ctx.feedback`) and
+    /// its LLM transcript, with the failure reason when it failed.
+    pub fn task(&self, rollout_id: &str, attempt_id: Option<&str>) -> Result<TaskView> {
+        wit::task(rollout_id, attempt_id).map_err(adapter_error("task"))
     }
 }

@@ -86,9 +86,9 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "__export_algorithm_world",
         with: {
-            "agl:agent/types@0.2.0": agl_sdk::bindings::agl::agent::types,
-            "agl:agent/llm@0.2.0": agl_sdk::bindings::agl::agent::llm,
-            "agl:agent/trace@0.2.0": agl_sdk::bindings::agl::agent::trace,
+            "agl:agent/types@0.3.0": agl_sdk::bindings::agl::agent::types,
+            "agl:agent/llm@0.3.0": agl_sdk::bindings::agl::agent::llm,
+            "agl:agent/trace@0.3.0": agl_sdk::bindings::agl::agent::trace,
         },
     });
 }
@@ -98,7 +98,7 @@ pub use agl_sdk::{
     ToolCall, Trace, Usage,
 };
 pub use bindings::Datasets;
-pub use bindings::agl::agent::adapter::Triplet;
+pub use bindings::agl::agent::adapter::{TaskView, Triplet};
 pub use bindings::agl::agent::store::{NewRollout, Rollout, RolloutStatus};
 pub use host::Host;
 pub use resources::{Resources, ResourcesVersion};

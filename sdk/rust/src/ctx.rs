@@ -56,6 +56,14 @@ impl Ctx {
         reward::emit_named(name, value);
     }
 
+    /// Gives textual feedback on this attempt beside its reward: what went wrong on this task
+    /// ("expected 27, got 2.7: units", a compiler error, a failed check), for algorithms that learn
+    /// from text. Several calls append, in order; the host keeps up to 16 KiB in all (the rest is
+    /// dropped and counted, never failing the attempt) and records them on the final reward span.
+    pub fn feedback(&self, text: &str) {
+        reward::feedback(text);
+    }
+
     /// The resource called `name` in this attempt's resources, if there is one.
     pub fn resource(&self, name: &str) -> Option<Resource> {
         resources::get(name)

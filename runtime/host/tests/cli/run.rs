@@ -3,7 +3,7 @@
 //! in-memory store and the store over HTTP; and the binary installed with `cargo install`, run
 //! from an empty directory without a toolchain.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -162,8 +162,73 @@ fn run_with_the_baseline_scores_every_task_of_the_math_agent() {
 
 #[test]
 fn components_built_against_wit_0_1_0_run_unchanged_and_score_as_today() {
-    let dir = temp_dir("wit-0.1.0");
-    let fixtures = repo().join("tests/fixtures/agl-agent-0.1.0");
+    old_components_score_as_today("0.1.0");
+}
+
+#[test]
+fn components_built_against_wit_0_2_0_run_unchanged_and_score_as_today() {
+    old_components_score_as_today("0.2.0");
+}
+
+#[test]
+fn an_algorithm_reads_each_tasks_input_output_reward_feedback_and_transcript() {
+    // The baseline's `task_views` puts what `adapter.task` returns per rollout into its summary.
+    let dir = temp_dir("task-views");
+    let (train, config, out) = (
+        dir.join("train.jsonl"),
+        dir.join("config.json"),
+        dir.join("results.json"),
+    );
+    let ask = "Tom has 12 apples and buys 7 more. How many?";
+    let tasks = [
+        json!({"do": "feedback", "ask": ask, "texts": ["expected 27, got 19: wrong numbers", "\u{1b}[31mred\u{1b}[0m"], "reward": 0.0}),
+        json!({"do": "feedback", "texts": ["error[E0308]: mismatched types"], "fail": true}),
+    ];
+    write_jsonl(&train, &tasks);
+    std::fs::write(&config, r#"{"task_views": true}"#).expect("config");
+    let output = probe_run("baseline", &train)
+        .flag("--algo-config", &config)
+        .flag("--output", &out)
+        .output();
+    assert!(output.status.success(), "{}", text(&output));
+    let results = read_results(&out);
+    let views = results["algorithm_summary"]["tasks"].as_array().expect("tasks").clone();
+    assert_eq!(views.len(), 2, "{results:#}");
+    let answered = views
+        .iter()
+        .find(|v| v["input"] == tasks[0])
+        .expect("the first task's view");
+    assert_eq!(answered["split"], "train");
+    assert_eq!(answered["output"], "12 + 7 = 19. Tom has 19");
+    assert_eq!(answered["reward"], 0.0);
+    assert_eq!(
+        answered["feedback"],
+        json!(["expected 27, got 19: wrong numbers", "\u{1b}[31mred\u{1b}[0m"])
+    );
+    assert_eq!(
+        answered["transcript"],
+        json!([{"role": "user", "content": ask}, {"role": "assistant", "content": "12 + 7 = 19. Tom has 19"}])
+    );
+    assert_eq!(answered["failure"], Value::Null);
+    let failed = views
+        .iter()
+        .find(|v| v["input"] == tasks[1])
+        .expect("the second task's view");
+    assert_eq!(failed["feedback"], json!(["error[E0308]: mismatched types"]));
+    assert_eq!((&failed["reward"], &failed["output"]), (&Value::Null, &Value::Null));
+    assert!(
+        failed["failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("failed on purpose")),
+        "{failed:#}"
+    );
+}
+
+/// The math agent and the baseline built against WIT `version` (`tests/fixtures/agl-agent-*`)
+/// score as the current ones do.
+fn old_components_score_as_today(version: &str) {
+    let dir = temp_dir(&format!("wit-{version}"));
+    let fixtures = repo().join(format!("tests/fixtures/agl-agent-{version}"));
     let (old_out, new_out) = (dir.join("old.json"), dir.join("new.json"));
     let old = math_run(
         fixtures.join("math_agent.wasm"),

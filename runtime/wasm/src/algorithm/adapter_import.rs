@@ -1,10 +1,12 @@
 //! `agl:agent/adapter` for algorithms: the attempt's spans from the store, turned into
-//! triplets, conversations and the final reward by `agl-adapter`.
+//! triplets, conversations, the final reward and the task view (input, output, reward, feedback,
+//! transcript) by `agl-adapter`.
 
-use super::bindings::adapter::Host;
+use super::bindings::adapter::{Host, TaskView};
+use super::convert::attempt_failure;
 use super::state::AlgorithmState;
 use crate::bindings::llm::{Message, Role, ToolCall};
-use agl_store::{LightningStore, Span, SpanQuery};
+use agl_store::{AttemptQuery, LightningStore, Span, SpanQuery};
 use std::sync::Arc;
 
 fn wit_role(role: &str) -> Role {
@@ -73,5 +75,40 @@ impl Host for AlgorithmState {
     async fn final_reward(&mut self, rollout_id: String, attempt_id: Option<String>) -> Result<Option<f64>, String> {
         let spans = attempt_spans(self.world.store.clone(), rollout_id, attempt_id).await?;
         Ok(agl_adapter::final_reward(&spans))
+    }
+
+    async fn task(&mut self, rollout_id: String, attempt_id: Option<String>) -> Result<TaskView, String> {
+        let store = self.world.store.clone();
+        let view = store
+            .get_rollout_by_id(&rollout_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no rollout {rollout_id}"))?;
+        let attempt = match &attempt_id {
+            None => view.attempt,
+            Some(id) => {
+                let attempts = store
+                    .query_attempts(&rollout_id, &AttemptQuery::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let found = attempts.items.into_iter().find(|a| &a.attempt_id == id);
+                Some(found.ok_or_else(|| format!("rollout {rollout_id} has no attempt {id}"))?)
+            }
+        };
+        let spans = match &attempt {
+            Some(attempt) => attempt_spans(store, rollout_id.clone(), Some(attempt.attempt_id.clone())).await?,
+            None => Vec::new(),
+        };
+        let task = agl_adapter::task_view(view.rollout.input, &spans);
+        Ok(TaskView {
+            rollout_id,
+            attempt_id: attempt.as_ref().map(|a| a.attempt_id.clone()),
+            input_json: task.input.to_string(),
+            output: task.output,
+            reward: task.reward,
+            feedback: task.feedback,
+            transcript: task.transcript.iter().map(wit_message).collect(),
+            failure: attempt.as_ref().and_then(attempt_failure),
+        })
     }
 }

@@ -5,7 +5,7 @@
 //! per-instance state from its slice of the [`SandboxPolicy`] (the slice and its manifest keys
 //! and flags are `agl-policy`'s), may set up the `Store` (limits) and end what is still open
 //! when the instance ends; and a [`Link`] that adds its imports — its `agl:agent` interfaces
-//! (0.2.0 and 0.1.0, each with its bindings' own `add_to_linker`) or its WASI ones — to the
+//! (0.3.0, 0.2.0 and 0.1.0, each with its bindings' own `add_to_linker`) or its WASI ones — to the
 //! linker of a world. A capability's spans are its own too (into the world's trace).
 //!
 //! [`capabilities!`] below is the one list: from it come [`Sandbox`] (one state per capability,
@@ -147,11 +147,14 @@ capabilities! {
     resources: resources::Resources,
 }
 
-/// `agl:agent/types` (records only, no functions), at 0.2.0 and 0.1.0: every world imports it.
+/// `agl:agent/types` (records only, no functions), at 0.3.0, 0.2.0 and 0.1.0: every world imports
+/// it.
 impl<W: World> crate::bindings::types::Host for InstanceState<W> {}
+impl<W: World> crate::v0_2::agent::types::Host for InstanceState<W> {}
 impl<W: World> crate::v0_1::agent::types::Host for InstanceState<W> {}
 
 fn link_types<W: World>(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
     crate::bindings::types::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    crate::v0_2::agent::types::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
     crate::v0_1::agent::types::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
 }

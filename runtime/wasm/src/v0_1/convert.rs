@@ -1,4 +1,4 @@
-//! The types of `agl:agent@0.1.0` to and from their 0.2.0 twins: field for field, except that a
+//! The types of `agl:agent@0.1.0` to and from their 0.3.0 twins: field for field, except that a
 //! 0.1.0 message has no tool calls (none going up; dropped coming down).
 
 use super::agent::{llm as old_llm, resources as old_resources, trace as old_trace, types as old_types};

@@ -1,4 +1,4 @@
-//! Every `agl:agent@0.1.0` import served by its 0.2.0 implementation, for the agent state and the
+//! Every `agl:agent@0.1.0` import served by its 0.3.0 implementation, for the agent state and the
 //! algorithm state alike (one macro per interface, instantiated for each state that serves it).
 
 use super::agent::{llm as old_llm, resources as old_resources, reward as old_reward, trace as old_trace};
@@ -9,7 +9,7 @@ use crate::algorithm::bindings::{adapter as new_adapter, progress as new_progres
 use crate::bindings::{llm as new_llm, resources as new_resources, reward as new_reward, trace as new_trace};
 use crate::state::HostState;
 
-/// `llm` at 0.1.0 for each state that serves it at 0.2.0.
+/// `llm` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_llm {
     ($($state:ty),+) => {$(
         impl old_llm::Host for $state {
@@ -25,7 +25,7 @@ macro_rules! serve_llm {
 }
 serve_llm!(HostState, AlgorithmState);
 
-/// `reward` at 0.1.0 for each state that serves it at 0.2.0.
+/// `reward` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_reward {
     ($($state:ty),+) => {$(
         impl old_reward::Host for $state {
@@ -41,7 +41,7 @@ macro_rules! serve_reward {
 }
 serve_reward!(HostState);
 
-/// `resources` at 0.1.0 for each state that serves it at 0.2.0.
+/// `resources` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_resources {
     ($($state:ty),+) => {$(
         impl old_resources::Host for $state {
@@ -57,7 +57,7 @@ macro_rules! serve_resources {
 }
 serve_resources!(HostState);
 
-/// `trace` at 0.1.0 for each state that serves it at 0.2.0.
+/// `trace` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_trace {
     ($($state:ty),+) => {$(
         impl old_trace::Host for $state {
@@ -85,7 +85,7 @@ macro_rules! serve_trace {
 }
 serve_trace!(HostState, AlgorithmState);
 
-/// `progress` at 0.1.0 for each state that serves it at 0.2.0.
+/// `progress` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_progress {
     ($($state:ty),+) => {$(
         impl old_progress::Host for $state {
@@ -101,7 +101,7 @@ macro_rules! serve_progress {
 }
 serve_progress!(AlgorithmState);
 
-/// `store` at 0.1.0 for each state that serves it at 0.2.0.
+/// `store` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_store {
     ($($state:ty),+) => {$(
         impl old_store::Host for $state {
@@ -156,7 +156,7 @@ macro_rules! serve_store {
 }
 serve_store!(AlgorithmState);
 
-/// `adapter` at 0.1.0 for each state that serves it at 0.2.0.
+/// `adapter` at 0.1.0 for each state that serves it at 0.3.0.
 macro_rules! serve_adapter {
     ($($state:ty),+) => {$(
         impl old_adapter::Host for $state {

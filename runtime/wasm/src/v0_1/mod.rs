@@ -1,11 +1,13 @@
 //! `agl:agent@0.1.0`, still served: components built against the first version of the WIT keep
-//! running unchanged. The host links both versions' imports into one linker (their names differ
-//! by version: `agl:agent/llm@0.1.0` beside `@0.2.0`), as Zed and Spin do for their plugin APIs.
-//! Every 0.1.0 import is the 0.2.0 one behind a type conversion ([`imports`]); the exports
-//! (`rollout`, `run`) have the same types in both versions, so the 0.2.0 bindings call them.
+//! running unchanged. The host links every version's imports into one linker (their names differ
+//! by version: `agl:agent/llm@0.1.0` beside `@0.2.0` and `@0.3.0`), as Zed and Spin do for their
+//! plugin APIs. Every 0.1.0 import is the current (0.3.0) one behind a type conversion
+//! ([`imports`]); the exports (`rollout`, `run`) have the same types in every version, so the
+//! current bindings call them.
 //!
-//! The 0.1.0 WIT is frozen in `runtime/wasm/wit/v0.1.0/`; what changed in 0.2.0: `llm.message`
-//! gained `tool-calls` (a 0.1.0 guest never sends any, and sees none in the adapter's messages).
+//! The 0.1.0 WIT is frozen in `runtime/wasm/wit/v0.1.0/`; what changed since: `llm.message`
+//! gained `tool-calls` in 0.2.0 (a 0.1.0 guest never sends any, and sees none in the adapter's
+//! messages); 0.3.0 added functions only (`reward.feedback`, `adapter.task`).
 
 mod convert;
 mod imports;

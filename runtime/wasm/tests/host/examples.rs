@@ -229,5 +229,11 @@ fn a_component_says_whether_it_uses_the_llm() {
     let baseline = host()
         .load_algorithm(&guest("plugins/baseline"), SandboxPolicy::algorithm_defaults())
         .expect("baseline loads");
+    // The baseline imports `llm` for the types of `adapter.task`'s transcript only: no call.
+    assert!(
+        baseline.imports().iter().any(|i| i.starts_with("agl:agent/llm@")),
+        "{:?}",
+        baseline.imports()
+    );
     assert!(!baseline.uses_llm(), "{:?}", baseline.imports());
 }

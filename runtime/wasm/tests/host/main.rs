@@ -11,6 +11,7 @@
 mod budgets;
 mod common;
 mod examples;
+mod feedback;
 mod http;
 mod pool;
 mod sandbox;

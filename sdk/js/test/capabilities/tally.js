@@ -9,7 +9,7 @@ import { hostOf } from '../../src/capability.js';
 /** Exported by `agl`, as every named export of a capability module is. */
 export class TallyError extends AglError {}
 
-/** A real capability imports these from `agl:agent/<iface>@0.2.0`; the WIT has no toy interface. */
+/** A real capability imports these from `agl:agent/<iface>@0.3.0`; the WIT has no toy interface. */
 function tallyAdd() {
   throw new Error('tally is a toy: only LocalHost serves it');
 }

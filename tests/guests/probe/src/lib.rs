@@ -105,6 +105,18 @@ enum Task {
     /// Emits `value` (`"nan"`, `"inf"`, `"-inf"` or a number) with `reward.emit`, then returns
     /// `Some(1.0)` if the host let it.
     EmitReward { value: String },
+    /// Asks the LLM `ask` (when given), gives each of `texts` (and `repeat` more copies of the
+    /// last) as feedback, then returns `reward`, or fails with "failed on purpose" when `fail`.
+    Feedback {
+        #[serde(default)]
+        ask: Option<String>,
+        texts: Vec<String>,
+        #[serde(default)]
+        repeat: usize,
+        reward: Option<f64>,
+        #[serde(default)]
+        fail: bool,
+    },
 }
 
 fn ten_mib() -> usize {
@@ -169,6 +181,30 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
             bytes,
             then,
         } => hostile::trace_flood(ctx, &kind, count, bytes).map(|()| then),
+        Task::Feedback {
+            ask,
+            texts,
+            repeat,
+            reward,
+            fail,
+        } => {
+            if let Some(prompt) = ask {
+                host_calls::llm_once(ctx, Some(&prompt), None)?;
+            }
+            for text in &texts {
+                ctx.feedback(text);
+            }
+            if let Some(last) = texts.last() {
+                for _ in 0..repeat {
+                    ctx.feedback(last);
+                }
+            }
+            if fail {
+                Err(Error::new("failed on purpose"))
+            } else {
+                Ok(reward)
+            }
+        }
         Task::EmitReward { value } => {
             let value: f64 = value
                 .parse()

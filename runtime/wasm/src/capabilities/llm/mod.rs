@@ -10,6 +10,7 @@ use crate::bindings::llm::{self as wit, Host};
 use crate::policy::{LlmPolicy, SandboxPolicy};
 use crate::state::HostState;
 use crate::v0_1::agent::llm as v0_1_llm;
+use crate::v0_2::agent::llm as v0_2_llm;
 use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, Message, Role, Tool};
 use agl_trace::{AttemptTrace, LiveSpan, llm as llm_span, names};
 use agl_trace::{LlmAllowance, LlmRefusal, Refused};
@@ -240,14 +241,15 @@ pub(crate) async fn traced_chat(
     }
 }
 
-/// `agl:agent/llm` at 0.2.0 and 0.1.0, which each world serves its own way (an algorithm's calls
+/// `agl:agent/llm` at 0.3.0, 0.2.0 and 0.1.0, which each world serves its own way (an algorithm's calls
 /// are also lines of its log, `algorithm::host_imports`).
 impl<W: World> Link<W> for LlmGate
 where
-    InstanceState<W>: Host + v0_1_llm::Host,
+    InstanceState<W>: Host + v0_2_llm::Host + v0_1_llm::Host,
 {
     fn link(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
         wit::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_2_llm::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
         v0_1_llm::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
     }
 }

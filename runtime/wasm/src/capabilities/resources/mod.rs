@@ -8,6 +8,7 @@ use crate::bindings::resources::{Host, LlmEndpoint, PromptTemplate, Resource};
 use crate::policy::SandboxPolicy;
 use crate::state::{AttemptState, HostState};
 use crate::v0_1::agent::resources as v0_1_resources;
+use crate::v0_2::agent::resources as v0_2_resources;
 use agl_store::{LlmResource, Resource as StoreResource, ResourcesUpdate, TemplateEngine};
 use agl_trace::names;
 use opentelemetry::KeyValue;
@@ -24,10 +25,11 @@ impl Capability for Resources {
     }
 }
 
-/// `agl:agent/resources` at 0.2.0 and 0.1.0.
+/// `agl:agent/resources` at 0.3.0, 0.2.0 and 0.1.0.
 impl Link<AttemptState> for Resources {
     fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         crate::bindings::resources::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_2_resources::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
         v0_1_resources::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
     }
 }

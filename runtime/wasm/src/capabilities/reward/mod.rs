@@ -9,6 +9,16 @@
 //! holding it (unless the last reward span recorded already does), outside the span budget, so
 //! Agent-lightning's `find_final_reward` — the first dimension of the last reward span — reads
 //! the same number, whatever the guest emitted or the budget dropped.
+//!
+//! Feedback (`reward.feedback`, 0.3.0): texts beside the reward, kept in order as data (control
+//! characters and all: nothing here or in the span store interprets them) up to
+//! [`MAX_FEEDBACK_BYTES`] in all and [`MAX_FEEDBACK_TEXTS`] texts. The text that crosses the bound
+//! is cut on a character boundary; what is past it is dropped and its bytes counted. A feedback
+//! call never fails the attempt. The texts are recorded once, when the attempt ends: on its final
+//! reward span (`agl.reward.feedback`, written then even when the last reward span already holds
+//! the final value), or, when it ends without a reward (failed, or none emitted), on an
+//! annotation span of their own; both outside the span budget, with
+//! `agl.reward.feedback.dropped_bytes` when something was dropped.
 
 use super::{Capability, InstanceContext, Link, SandboxError};
 use crate::algorithm::AlgorithmRun;
@@ -16,9 +26,10 @@ use crate::bindings::reward::Host;
 use crate::policy::SandboxPolicy;
 use crate::state::{AttemptState, HostState, clip};
 use crate::v0_1::agent::reward as v0_1_reward;
+use crate::v0_2::agent::reward as v0_2_reward;
 use agl_trace::names;
-use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
+use opentelemetry::{Array, KeyValue, StringValue, Value};
 use wasmtime::component::{HasSelf, Linker};
 
 /// The name of the reward `emit` and a returned reward record.
@@ -28,10 +39,14 @@ pub const PRIMARY: &str = "primary";
 pub const MAX_REWARD_MAGNITUDE: f64 = 1e15;
 /// Longest reward name kept.
 const MAX_REWARD_NAME_BYTES: usize = 256;
+/// Most feedback bytes an attempt keeps, all texts together.
+pub const MAX_FEEDBACK_BYTES: usize = 16 << 10;
+/// Most feedback texts an attempt keeps.
+pub const MAX_FEEDBACK_TEXTS: usize = 64;
 
 /// The rewards an attempt emitted, as far as its final reward is concerned: the capability's
 /// per-instance state (no policy slice).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Rewards {
     /// The last primary reward emitted by the agent (`reward.emit`).
     pub last_primary: Option<f64>,
@@ -41,6 +56,56 @@ pub struct Rewards {
     /// when the last reward emitted was named, went past the span budget, or none was emitted).
     pub last_recorded: Option<f64>,
     pub emitted: u32,
+    /// The feedback texts kept (`reward.feedback`), in order, within the bounds.
+    pub feedback: Vec<String>,
+    /// Their bytes.
+    pub feedback_bytes: usize,
+    /// Bytes of feedback dropped past the bounds.
+    pub feedback_dropped_bytes: u64,
+}
+
+impl Rewards {
+    /// Keeps `text` as the next feedback, as far as the bounds allow.
+    pub fn add_feedback(&mut self, mut text: String) {
+        let room = MAX_FEEDBACK_BYTES - self.feedback_bytes;
+        let mut cut = if self.feedback.len() >= MAX_FEEDBACK_TEXTS {
+            0
+        } else {
+            room.min(text.len())
+        };
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let dropped = text.len() - cut;
+        self.feedback_dropped_bytes = self
+            .feedback_dropped_bytes
+            .saturating_add(u64::try_from(dropped).unwrap_or(u64::MAX));
+        if cut == 0 && (dropped > 0 || self.feedback.len() >= MAX_FEEDBACK_TEXTS) {
+            return;
+        }
+        text.truncate(cut);
+        self.feedback_bytes += cut;
+        self.feedback.push(text);
+    }
+
+    /// The feedback attributes of the span that records them (none without feedback).
+    fn feedback_attributes(&self) -> Vec<KeyValue> {
+        if self.feedback.is_empty() && self.feedback_dropped_bytes == 0 {
+            return Vec::new();
+        }
+        let texts = self.feedback.iter().cloned().map(StringValue::from).collect();
+        let mut attributes = vec![KeyValue::new(
+            names::REWARD_FEEDBACK,
+            Value::Array(Array::String(texts)),
+        )];
+        if self.feedback_dropped_bytes > 0 {
+            attributes.push(KeyValue::new(
+                names::REWARD_FEEDBACK_DROPPED_BYTES,
+                i64::try_from(self.feedback_dropped_bytes).unwrap_or(i64::MAX),
+            ));
+        }
+        attributes
+    }
 }
 
 impl Capability for Rewards {
@@ -49,10 +114,11 @@ impl Capability for Rewards {
     }
 }
 
-/// `agl:agent/reward` at 0.2.0 and 0.1.0.
+/// `agl:agent/reward` at 0.3.0, 0.2.0 and 0.1.0.
 impl Link<AttemptState> for Rewards {
     fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         crate::bindings::reward::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_2_reward::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
         v0_1_reward::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
     }
 }
@@ -108,15 +174,26 @@ pub(crate) fn final_reward(returned: Option<f64>, rewards: &Rewards) -> Option<f
 }
 
 /// Ends the attempt's rewards: records `final_value` as its last reward span, outside the span
-/// budget, unless the last reward span recorded already holds it and nothing was returned.
+/// budget, unless the last reward span recorded already holds it, nothing was returned and there
+/// is no feedback to record on it.
 pub(crate) fn record_final_reward(state: &mut HostState, returned: Option<f64>, final_value: f64) {
-    let already_last = returned.is_none() && state.sandbox.reward.last_recorded == Some(final_value);
+    let feedback = state.sandbox.reward.feedback_attributes();
+    let already_last =
+        returned.is_none() && state.sandbox.reward.last_recorded == Some(final_value) && feedback.is_empty();
     if !already_last {
-        state
-            .world
-            .trace
-            .instant_always(names::REWARD, reward_attributes(PRIMARY, final_value), Status::Ok);
+        let mut attributes = reward_attributes(PRIMARY, final_value);
+        attributes.extend(feedback);
+        state.world.trace.instant_always(names::REWARD, attributes, Status::Ok);
         state.sandbox.reward.last_recorded = Some(final_value);
+    }
+}
+
+/// Ends an attempt without a final reward: records its feedback, if any, on an annotation span
+/// of its own (no reward dimension, so no reader takes it for a reward), outside the span budget.
+pub(crate) fn record_feedback_alone(state: &mut HostState) {
+    let feedback = state.sandbox.reward.feedback_attributes();
+    if !feedback.is_empty() {
+        state.world.trace.instant_always(names::REWARD, feedback, Status::Ok);
     }
 }
 
@@ -127,6 +204,11 @@ impl Host for HostState {
 
     fn emit_named(&mut self, name: String, value: f64) -> wasmtime::Result<()> {
         emit_reward(self, "emit-named", &name, value)
+    }
+
+    fn feedback(&mut self, text: String) -> wasmtime::Result<()> {
+        self.sandbox.reward.add_feedback(text);
+        Ok(())
     }
 }
 
@@ -151,6 +233,40 @@ mod tests {
             let why = invalid_reward(bad).expect("refused");
             assert!(why.contains("out of range"), "{why}");
         }
+    }
+
+    #[test]
+    fn feedback_appends_within_its_bounds_cut_on_a_char_boundary_and_counts_the_rest() {
+        let mut rewards = Rewards::default();
+        rewards.add_feedback("expected 27, got 2.7: units".into());
+        rewards.add_feedback("\u{1b}[2J\r\0 kept as data".into());
+        assert_eq!(
+            rewards.feedback,
+            ["expected 27, got 2.7: units", "\u{1b}[2J\r\0 kept as data"]
+        );
+        assert_eq!(rewards.feedback_dropped_bytes, 0);
+
+        let mut full = Rewards::default();
+        full.add_feedback("a".repeat(MAX_FEEDBACK_BYTES - 1));
+        full.add_feedback("é and more".into());
+        assert_eq!(full.feedback.len(), 1, "no room for a whole é");
+        assert_eq!(full.feedback_dropped_bytes, "é and more".len() as u64);
+        full.add_feedback("x".into());
+        assert_eq!(full.feedback.len(), 2);
+        assert_eq!(full.feedback_bytes, MAX_FEEDBACK_BYTES);
+        full.add_feedback("past the end".into());
+        assert_eq!(full.feedback.len(), 2);
+        assert_eq!(
+            full.feedback_dropped_bytes,
+            ("é and more".len() + "past the end".len()) as u64
+        );
+
+        let mut many = Rewards::default();
+        for i in 0..MAX_FEEDBACK_TEXTS + 3 {
+            many.add_feedback(format!("{i}"));
+        }
+        assert_eq!(many.feedback.len(), MAX_FEEDBACK_TEXTS);
+        assert_eq!(many.feedback_dropped_bytes, 6, "64, 65 and 66 dropped");
     }
 
     #[test]

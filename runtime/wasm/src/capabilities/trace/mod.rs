@@ -9,6 +9,7 @@ use crate::bindings::trace::{Host, Level};
 use crate::policy::SandboxPolicy;
 use crate::state::{HostState, clip};
 use crate::v0_1::agent::trace as v0_1_trace;
+use crate::v0_2::agent::trace as v0_2_trace;
 use agl_trace::names;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
@@ -23,13 +24,14 @@ impl Capability for Trace {
     }
 }
 
-/// `agl:agent/trace` at 0.2.0 and 0.1.0, which each world serves its own way.
+/// `agl:agent/trace` at 0.3.0, 0.2.0 and 0.1.0, which each world serves its own way.
 impl<W: World> Link<W> for Trace
 where
-    InstanceState<W>: Host + v0_1_trace::Host,
+    InstanceState<W>: Host + v0_2_trace::Host + v0_1_trace::Host,
 {
     fn link(linker: &mut Linker<InstanceState<W>>) -> wasmtime::Result<()> {
         crate::bindings::trace::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+        v0_2_trace::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
         v0_1_trace::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
     }
 }
