@@ -206,8 +206,14 @@ static bool rollout(const agent_string_t *task_json, agent_option_f64_t *ret, ag
         log_at(AGL_AGENT_TRACE_LEVEL_INFO, line);
         if (!correct) {
             /* Textual feedback beside the reward (agl:agent 0.3.0), for algorithms that learn from
-               text: what went wrong on this task. */
-            agent_string_t feedback = borrow(line);
+               text: what went wrong on this task, worded as the Rust, Python and JS agents word it. */
+            char said[160];
+            if (has_number) {
+                snprintf(said, sizeof said, "expected %.64s, got %.15g", answer, extracted);
+            } else {
+                snprintf(said, sizeof said, "expected %.64s, got no number", answer);
+            }
+            agent_string_t feedback = borrow(said);
             agl_agent_reward_feedback(&feedback);
         }
         /* The final reward; an algorithm reads it from the rollout. */

@@ -22,6 +22,11 @@ export const rollout = agl.rollout(async (task, ctx) => {
   const correct = extracted !== undefined && sameNumber(extracted, task.answer);
   const shown = extracted === undefined ? 'no number' : String(extracted);
   ctx.info(`extracted answer: ${shown} (expected ${task.answer})`);
+  if (!correct) {
+    // Textual feedback beside the reward, for algorithms that learn from text: what went wrong
+    // on this task. The reward stays 0.
+    ctx.feedback(`expected ${task.answer}, got ${shown}`);
+  }
 
   // The final reward; an algorithm reads it from the rollout.
   return correct ? 1 : 0;

@@ -24,6 +24,10 @@ def rollout(task: dict, ctx: agl.Ctx) -> float:
     extracted = last_number(reply)
     correct = extracted is not None and same_number(extracted, task["answer"])
     ctx.info(f"extracted answer: {shown(extracted)} (expected {task['answer']})")
+    if not correct:
+        # Textual feedback beside the reward, for algorithms that learn from text: what went
+        # wrong on this task. The reward stays 0.
+        ctx.feedback(f"expected {task['answer']}, got {shown(extracted)}")
 
     # The final reward; an algorithm reads it from the rollout.
     return 1.0 if correct else 0.0

@@ -29,7 +29,7 @@ test('comparison is numeric', () => {
   assert.ok(!sameNumber(0, ''));
 });
 
-test('one attempt: the host formats the prompt, the reply is graded and logged', async () => {
+test('one attempt: the host formats the prompt, the reply is graded and logged, a wrong one gets feedback', async () => {
   const host = new LocalHost({
     prompts: { prompt: 'Solve this problem.\nProblem: {question}' },
     reply: () => '12 + 7 = 19. Tom has 19',
@@ -40,8 +40,13 @@ test('one attempt: the host formats the prompt, the reply is graded and logged',
   assert.equal(outcome.reward, 1);
   assert.equal(host.requests[0].messages[0].content, 'Solve this problem.\nProblem: Tom has 12 apples and buys 7 more.');
   assert.deepEqual(host.logs, [['info', 'extracted answer: 19 (expected 19)']]);
+  assert.deepEqual(host.feedback, [], 'no feedback on a right answer');
   const wrong = await run(rollout, { ...task, answer: '20' }, host);
   assert.equal(wrong.reward, 0);
+  assert.deepEqual(host.feedback, ['expected 20, got 19']);
+  const vague = new LocalHost({ reply: () => 'no idea' });
+  assert.equal((await run(rollout, task, vague)).reward, 0);
+  assert.deepEqual(vague.feedback, ['expected 19, got no number']);
   const bad = await run(rollout, { question: 'q' }, host);
   assert.equal(bad.error, 'the task must be {"question": string, "answer": string}');
 });

@@ -48,16 +48,19 @@ class RolloutTests(unittest.TestCase):
         self.assertEqual(run(app.rollout, TASK, host).reward, 1.0)
         self.assertEqual(host.requests[0].messages[0].content, "Problem: " + TASK["question"])
         self.assertEqual(host.logged(Level.INFO), ["extracted answer: 19 (expected 19)"])
+        self.assertEqual(host.feedback, [], "no feedback on a right answer")
 
-    def test_a_stray_number_at_the_end_earns_0(self) -> None:
-        host = LocalHost(prompts={"prompt": "Problem: {question}"}, reply=lambda r: "19, in 2 steps")
+    def test_a_stray_number_at_the_end_earns_0_with_feedback(self) -> None:
+        host = LocalHost(prompts={"prompt": "Problem: {question}"}, reply=lambda r: "19, in 2.5 steps")
         self.assertEqual(run(app.rollout, TASK, host).reward, 0.0)
+        self.assertEqual(host.feedback, ["expected 19, got 2.5"])
 
     def test_without_a_prompt_resource_the_fallback_is_used(self) -> None:
         host = LocalHost(reply=lambda r: "no idea")
         self.assertEqual(run(app.rollout, TASK, host).reward, 0.0)
         self.assertTrue(host.requests[0].messages[0].content.startswith("Solve the problem and end with the number."))
         self.assertEqual(host.logged(Level.INFO), ["extracted answer: no number (expected 19)"])
+        self.assertEqual(host.feedback, ["expected 19, got no number"])
 
 
 if __name__ == "__main__":

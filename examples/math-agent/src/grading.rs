@@ -44,6 +44,16 @@ pub fn same_number(value: f64, expected: &str) -> bool {
         .is_ok_and(|want| (value - want).abs() < 1e-9)
 }
 
+/// Feedback on a reply whose last number is `extracted`, when that is not `expected`: "expected
+/// 27, got 2.7" ("got no number" when the reply has none); `None` when the answer is right.
+pub fn feedback(extracted: Option<f64>, expected: &str) -> Option<String> {
+    match extracted {
+        Some(value) if same_number(value, expected) => None,
+        Some(value) => Some(format!("expected {expected}, got {value}")),
+        None => Some(format!("expected {expected}, got no number")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +86,14 @@ mod tests {
         assert!(same_number(1200.0, "1,200"));
         assert!(!same_number(18.0, "19"));
         assert!(!same_number(19.0, "nineteen"));
+    }
+
+    #[test]
+    fn a_wrong_answer_gets_feedback_a_right_one_none() {
+        assert_eq!(feedback(Some(2.7), "27").as_deref(), Some("expected 27, got 2.7"));
+        assert_eq!(feedback(Some(-3.0), "3").as_deref(), Some("expected 3, got -3"));
+        assert_eq!(feedback(None, "19").as_deref(), Some("expected 19, got no number"));
+        assert_eq!(feedback(Some(1200.0), "1,200"), None);
+        assert_eq!(feedback(Some(19.0), "19"), None);
     }
 }

@@ -30,6 +30,11 @@ fn rollout(task: Task, ctx: &Ctx) -> Result<Option<f64>> {
     let correct = extracted.is_some_and(|value| grading::same_number(value, &task.answer));
     let shown = extracted.map_or_else(|| "no number".to_string(), |value| value.to_string());
     ctx.info(&format!("extracted answer: {shown} (expected {})", task.answer));
+    // Textual feedback beside the reward, for algorithms that learn from text: what went wrong
+    // on this task ("expected 27, got 2.7"). The reward stays 0.
+    if let Some(text) = grading::feedback(extracted, &task.answer) {
+        ctx.feedback(&text);
+    }
 
     // The final reward; an algorithm reads it from the rollout.
     Ok(Some(if correct { 1.0 } else { 0.0 }))

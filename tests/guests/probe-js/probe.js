@@ -123,6 +123,27 @@ function stdoutFlood(ctx, bytes) {
   return 1;
 }
 
+/**
+ * Asks the LLM `ask` (when given), gives each of `texts` (and `repeat` more copies of the last)
+ * as feedback, then returns `reward` (none when absent), or throws "failed on purpose" when `fail`.
+ */
+async function feedback(ctx, task) {
+  if (task.ask !== undefined && task.ask !== null) {
+    await ctx.llm.ask(task.ask);
+  }
+  const texts = task.texts.map(String);
+  for (const text of texts) {
+    ctx.feedback(text);
+  }
+  for (let i = 0; texts.length > 0 && i < (task.repeat ?? 0); i += 1) {
+    ctx.feedback(texts[texts.length - 1]);
+  }
+  if (task.fail) {
+    throw new Error('failed on purpose');
+  }
+  return task.reward ?? undefined;
+}
+
 export const rollout = agl.rollout(async (task, ctx) => {
   switch (task.do) {
     case 'noop':
@@ -185,6 +206,8 @@ export const rollout = agl.rollout(async (task, ctx) => {
       return 1;
     case 'reward':
       return task.value;
+    case 'feedback':
+      return feedback(ctx, task);
     default:
       throw new Error(`unknown action ${JSON.stringify(task.do)}`);
   }

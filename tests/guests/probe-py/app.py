@@ -224,6 +224,23 @@ def operation(task: dict, ctx: agl.Ctx) -> float:
     return 1.0
 
 
+def feedback(task: dict, ctx: agl.Ctx) -> Optional[float]:
+    """Asks the LLM "ask" (when given), gives each of "texts" (and "repeat" more copies of the
+    last) as feedback, then returns "reward" (none when absent), or raises "failed on purpose"
+    when "fail"."""
+    if task.get("ask") is not None:
+        ctx.llm.ask(task["ask"])
+    texts = [str(text) for text in task["texts"]]
+    for text in texts:
+        ctx.feedback(text)
+    for _ in range(int(task.get("repeat", 0)) if texts else 0):
+        ctx.feedback(texts[-1])
+    if task.get("fail"):
+        raise agl.AglError("failed on purpose")
+    reward = task.get("reward")
+    return None if reward is None else float(reward)
+
+
 ACTIONS: dict[str, Callable[[dict, agl.Ctx], Any]] = {
     "noop": lambda task, ctx: 1.0,
     "spin": spin,
@@ -246,6 +263,7 @@ ACTIONS: dict[str, Callable[[dict, agl.Ctx], Any]] = {
     "clock_and_random": clock_and_random,
     "emit_rewards": emit_rewards,
     "operation": operation,
+    "feedback": feedback,
     "garbage_reward": lambda task, ctx: float("nan"),
     "reward": lambda task, ctx: float(task["value"]),
 }

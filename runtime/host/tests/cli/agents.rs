@@ -203,6 +203,12 @@ pub fn answer_all(answer: &'static [u8]) -> (SocketAddr, Arc<Mutex<Vec<String>>>
 /// The spans of the rollout whose task has `"url": url`, in the run `results` kept in `db`
 /// (`agl-host show --json`).
 pub fn spans_of_url(db: &str, results: &Value, url: &str) -> Vec<Value> {
+    spans_of_task(db, results, url, |input| input["url"] == url)
+}
+
+/// The spans of the rollout whose task `matches` (`what` names it in a failure), in the run
+/// `results` kept in `db` (`agl-host show --json`).
+pub fn spans_of_task(db: &str, results: &Value, what: &str, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
     let show = |args: &[&str]| -> Value {
         let mut all = vec!["show", "--db", db];
         all.extend_from_slice(args);
@@ -218,9 +224,9 @@ pub fn spans_of_url(db: &str, results: &Value, url: &str) -> Vec<Value> {
         .expect("rollouts")
         .iter()
         .map(|r| &r["rollout"])
-        .find(|r| r["input"]["url"] == url)
+        .find(|r| matches(&r["input"]))
         .and_then(|r| r["rollout_id"].as_str())
-        .unwrap_or_else(|| panic!("no rollout for {url}: {rollouts:#}"))
+        .unwrap_or_else(|| panic!("no rollout for {what}: {rollouts:#}"))
         .to_owned();
     show(&[run_id, &rollout_id])["spans"].as_array().expect("spans").clone()
 }
@@ -275,4 +281,92 @@ pub fn assert_the_user_info_was_refused_by_the_host(db: &str, results: &Value, u
     );
     let span = serde_json::to_string(&refused[0]).expect("JSON");
     assert!(span.contains("user info") && !span.contains("secret"), "{span}");
+}
+
+/// The probe of one language (`tests/guests/probe-py`, `probe-js`) gives feedback through its
+/// SDK's `ctx.feedback` (the `feedback` action) in a kept run: the texts land in order, as data,
+/// on each attempt's final reward span (`agl.reward.feedback` on the last
+/// `agentlightning.annotation` span, beside the reward the rollout returned), bounded to 64 texts;
+/// a failed attempt keeps its feedback on an annotation span that holds no reward.
+pub fn assert_probe_feedback_lands_on_the_final_reward_span(probe: &Path, dir: &Path) {
+    let ask = "Tom has 12 apples and buys 7 more. How many?";
+    let texts = [
+        "expected 27, got 19: wrong numbers",
+        "\u{1b}[31mred\u{1b}[0m\r\0 kept as data",
+    ];
+    let tasks = [
+        serde_json::json!({"do": "feedback", "ask": ask, "texts": texts, "reward": 0.25}),
+        serde_json::json!({"do": "feedback", "texts": ["ab"], "repeat": 99, "reward": 1.0}),
+        serde_json::json!({"do": "feedback", "texts": ["error[E0308]: mismatched types"], "fail": true}),
+    ];
+    let train = dir.join("train.jsonl");
+    let lines: Vec<String> = tasks.iter().map(Value::to_string).collect();
+    std::fs::write(&train, lines.join("\n") + "\n").expect("tasks");
+    let out = dir.join("results.json");
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let run = agl_host([
+        OsStr::new("dev"),
+        OsStr::new("--agent"),
+        probe.as_os_str(),
+        OsStr::new("--train"),
+        train.as_os_str(),
+        OsStr::new("--llm-script"),
+        repo().join("examples/math-agent/rules.json").as_os_str(),
+        OsStr::new("--agent-timeout"),
+        OsStr::new("20s"),
+        OsStr::new("--db"),
+        OsStr::new(&db),
+        OsStr::new("--output"),
+        out.as_os_str(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let train = &results["splits"]["train"];
+    assert_eq!(
+        (train["succeeded"].as_u64(), train["failed"].as_u64()),
+        (Some(2), Some(1)),
+        "{results:#}"
+    );
+    assert!(
+        reasons(&results).iter().any(|r| r.contains("failed on purpose")),
+        "{results:#}"
+    );
+
+    // The attempt's last annotation span: the final reward span (or, failed, feedback's own).
+    let last_annotation = |task: &Value| -> serde_json::Map<String, Value> {
+        let spans = spans_of_task(&db, &results, &task.to_string(), |input| input == task);
+        let last = spans
+            .iter()
+            .filter(|s| s["name"] == "agentlightning.annotation")
+            .max_by_key(|s| s["sequence_id"].as_u64())
+            .unwrap_or_else(|| panic!("no annotation span for {task}: {spans:#?}"));
+        last["attributes"].as_object().expect("attributes").clone()
+    };
+    let answered = last_annotation(&tasks[0]);
+    assert_eq!(answered["agentlightning.reward.0.name"], "primary", "{answered:#?}");
+    assert_eq!(answered["agentlightning.reward.0.value"], 0.25, "{answered:#?}");
+    assert_eq!(
+        answered["agl.reward.feedback"],
+        serde_json::json!(texts),
+        "{answered:#?}"
+    );
+    assert!(
+        !answered.contains_key("agl.reward.feedback.dropped_bytes"),
+        "{answered:#?}"
+    );
+
+    let flooded = last_annotation(&tasks[1]);
+    assert_eq!(flooded["agentlightning.reward.0.value"], 1.0, "{flooded:#?}");
+    let kept = flooded["agl.reward.feedback"].as_array().expect("a list");
+    assert_eq!(kept.len(), 64, "{flooded:#?}");
+    assert!(kept.iter().all(|t| t == "ab"), "{flooded:#?}");
+    assert_eq!(flooded["agl.reward.feedback.dropped_bytes"], 36 * 2, "{flooded:#?}");
+
+    let failed = last_annotation(&tasks[2]);
+    assert_eq!(
+        failed["agl.reward.feedback"],
+        serde_json::json!(["error[E0308]: mismatched types"]),
+        "{failed:#?}"
+    );
+    assert!(!failed.contains_key("agentlightning.reward.0.value"), "{failed:#?}");
 }

@@ -1,10 +1,11 @@
 //! End-to-end for JavaScript agents: the real `agl-host` binary building JS guest folders with
 //! componentize-js (installed into the shared test cache on first use) and running them — the
-//! math agent in JS under APO against the Rust one, the JS probe's hostile actions, a pooled run
-//! with 8 runners, `agl-host build -o`, and the errors a JS author meets (a syntax error, a
-//! throwing rollout). Each component is built and compiled once (the math agent's tests run in
-//! one function, in order), then loaded from the cache. Needs Node 18+ and npm (and the npm
-//! registry for the first toolchain install).
+//! math agent in JS under APO against the Rust one, the JS probe's hostile actions and its
+//! feedback (`ctx.feedback`) on the final reward span, a pooled run with 8 runners, `agl-host
+//! build -o`, and the errors a JS author meets (a syntax error, a throwing rollout). Each
+//! component is built and compiled once (the math agent's tests run in one function, in order),
+//! then loaded from the cache. Needs Node 18+ and npm (and the npm registry for the first
+//! toolchain install).
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -145,6 +146,12 @@ fn hostile_js_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_servin
         "the host bounds a huge reason: {} bytes",
         huge.len()
     );
+}
+
+#[test]
+fn js_feedback_lands_in_order_on_the_final_reward_span() {
+    let dir = temp_dir("feedback");
+    assert_probe_feedback_lands_on_the_final_reward_span(&repo().join("tests/guests/probe-js"), &dir);
 }
 
 #[test]

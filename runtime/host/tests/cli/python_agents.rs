@@ -1,9 +1,10 @@
 //! End-to-end for Python agents: the real `agl-host` binary building Python guest folders with
 //! componentize-py (installed into the shared test cache on first use) and running them — the
 //! math agent in Python under APO against the Rust one, pooled with 8 runners, `agl-host build -o`;
-//! the example with a PyPI dependency; the Python probe's hostile actions in one run; a module
-//! built without the SDK (`[tool.agl] sdk = false`); outgoing HTTP through the SDK's `ctx.http()`
-//! (a granted loopback server answers, any other host is refused inside the agent); and the
+//! the example with a PyPI dependency; the Python probe's hostile actions in one run, and its
+//! feedback (`ctx.feedback`) on the final reward span; a module built without the SDK
+//! (`[tool.agl] sdk = false`); outgoing HTTP through the SDK's `ctx.http()` (a granted loopback
+//! server answers, any other host is refused inside the agent); and the
 //! errors a Python author meets (a syntax error, a native dependency, no usable python3, a rollout
 //! that raises). Each folder is built and compiled once, then loaded from the cache. Needs
 //! python3 >= 3.9 with venv (and PyPI for the first toolchain and dependency installs).
@@ -201,6 +202,12 @@ fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_se
         "the host bounds a huge error: {} bytes",
         huge.len()
     );
+}
+
+#[test]
+fn python_feedback_lands_in_order_on_the_final_reward_span() {
+    let dir = temp_dir("feedback");
+    assert_probe_feedback_lands_on_the_final_reward_span(&repo().join("tests/guests/probe-py"), &dir);
 }
 
 #[test]
