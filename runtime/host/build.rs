@@ -1,5 +1,5 @@
-//! Embeds the built-in algorithms in the `agl-host` binary: builds `plugins/baseline` and
-//! `plugins/apo` for wasm32-wasip2 (through agl-guest-build, into the `wasm-guests` folder beside
+//! Embeds the built-in algorithms in the `agl-host` binary: builds `plugins/baseline`,
+//! `plugins/apo` and `plugins/gepa` for wasm32-wasip2 (through agl-guest-build, into the `wasm-guests` folder beside
 //! this build's own target directory, which the tests share) and copies each component into
 //! `OUT_DIR`, where `src/builtin.rs` includes it. So `--algo apo` works anywhere, with no Rust
 //! toolchain at run time; building agl-host needs the wasm32-wasip2 target (rust-toolchain.toml
@@ -18,7 +18,11 @@
 use std::path::{Path, PathBuf};
 
 /// The built-in algorithms: (name, guest crate folder relative to the repository root).
-const BUILTINS: &[(&str, &str)] = &[("baseline", "plugins/baseline"), ("apo", "plugins/apo")];
+const BUILTINS: &[(&str, &str)] = &[
+    ("baseline", "plugins/baseline"),
+    ("apo", "plugins/apo"),
+    ("gepa", "plugins/gepa"),
+];
 
 /// What a plugin's build reads besides its own folder.
 const SHARED_SOURCES: &[&str] = &["sdk/rust", "sdk/rust-algorithm", "wit"];

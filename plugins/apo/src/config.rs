@@ -1,10 +1,10 @@
 //! APO's configuration (the `--algo-config` JSON object; every key optional) and its checks.
 
 use agl_algorithm_sdk::prelude::*;
+use agl_algorithm_sdk::prompt_text::lacks_markers;
 use serde::Deserialize;
 
 use crate::prompts;
-use crate::template::lacks_markers;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]

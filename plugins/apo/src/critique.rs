@@ -3,13 +3,13 @@
 //! template. A failed call, an empty critique, or an edit that is empty or drops a placeholder is
 //! a skipped branch (logged), never the end of the run.
 
+use agl_algorithm_sdk::evaluate::Evaluation;
 use agl_algorithm_sdk::prelude::*;
+use agl_algorithm_sdk::prompt_text::{edit_problem, extract_edited, fill};
 use rand::Rng;
 use std::fmt::Write as _;
 
 use crate::config::Config;
-use crate::evaluate::Evaluation;
-use crate::template::{edit_problem, extract_edited, fill};
 
 /// Longest message text quoted in a critique prompt.
 const MAX_QUOTED_CHARS: usize = 1500;

@@ -9,51 +9,39 @@
 //! becomes the best prompt only when strictly better. Every prompt version is a resources version
 //! (`v0` the seed, `v1`, ...); its rollouts carry that resources id.
 
-mod batches;
 mod beam;
 mod config;
 mod critique;
-mod evaluate;
 mod prompts;
 mod report;
-mod template;
 
+use agl_algorithm_sdk::batches::BatchIterator;
+use agl_algorithm_sdk::evaluate::{Job, Settings, run_jobs};
 use agl_algorithm_sdk::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-use batches::BatchIterator;
 use beam::{Candidate, choose_parents, select_beam};
 use config::Config;
 use critique::{Editor, experiments};
-use evaluate::{Job, Settings, run_jobs};
 use report::{RoundRecord, Skipped, Summary};
 
 /// Publishes prompt versions as resources `v0`, `v1`, ...: the latest resources with the
 /// optimised template replaced.
 struct Versions<'a> {
-    host: &'a Host,
-    base: Resources,
+    published: agl_algorithm_sdk::Versions<'a>,
     name: String,
     engine: String,
-    next: u32,
 }
 
 impl Versions<'_> {
     fn publish(&mut self, template: &str) -> Result<String> {
-        let id = format!("v{}", self.next);
-        self.next += 1;
-        let mut resources = self.base.clone();
-        resources.set_prompt_template(
-            self.name.clone(),
-            &PromptTemplate {
-                template: template.to_owned(),
-                engine: self.engine.clone(),
-            },
-        );
-        self.host.update_resources(&id, &resources)?;
-        Ok(id)
+        let template = PromptTemplate {
+            template: template.to_owned(),
+            engine: self.engine.clone(),
+        };
+        self.published.publish([(self.name.as_str(), &template)])
     }
 }
 
@@ -62,10 +50,7 @@ fn prompt_resource(config: &Config, resources: &Resources) -> Result<String> {
     if let Some(name) = &config.prompt_resource {
         return Ok(name.clone());
     }
-    let templates: Vec<&str> = resources
-        .names()
-        .filter(|name| resources.prompt_template(name).is_ok())
-        .collect();
+    let templates: Vec<&str> = resources.prompt_template_names().collect();
     match templates.as_slice() {
         [only] => Ok((*only).to_owned()),
         _ if templates.contains(&"prompt") => Ok("prompt".to_owned()),
@@ -140,11 +125,9 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
         ));
     }
     let mut versions = Versions {
-        host,
-        base: latest.resources.clone(),
+        published: agl_algorithm_sdk::Versions::new(host, latest.resources.clone()),
         name: name.clone(),
         engine: seed_prompt.engine.clone(),
-        next: 0,
     };
     let seed_id = versions.publish(&seed_prompt.template)?;
     host.info(&format!(
@@ -162,6 +145,7 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
         rng: StdRng::seed_from_u64(seed),
         candidates: vec![Candidate::seed(seed_id, seed_prompt.template)],
         settings: Settings {
+            who: "apo",
             rollout_config: config.rollout_config.as_ref(),
             timeout_seconds: config.rollout_batch_timeout,
         },

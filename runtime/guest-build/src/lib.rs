@@ -84,6 +84,7 @@ pub const GUESTS: &[Guest] = &[
     component("tests/guests/wrong-world"),
     component("plugins/baseline"),
     component("plugins/apo"),
+    component("plugins/gepa"),
 ];
 
 /// The directories of the component crates of [`GUESTS`].

@@ -32,7 +32,7 @@ built into a component in
 the cache ($AGL_CACHE_DIR/guests, else ~/.cache/agl-host/guests; the path of the built component is
 printed; a folder is rebuilt only when a file its build reads changes, saying why; Python and JavaScript toolchains are
 installed there on first use). `agl-host build DIR -o agent.wasm` builds one without running it. --algo also takes the
-name of a built-in algorithm: baseline or apo (write ./apo for a folder named apo). A sandbox
+name of a built-in algorithm: baseline, apo or gepa (write ./apo for a folder named apo). A sandbox
 manifest sets its limits and grants: a folder's agent.toml (an algorithm folder's algorithm.toml),
 or the file beside a .wasm (agent.wasm -> agent.toml); the --agent-* flags add to it.";
 

@@ -1,4 +1,4 @@
-//! The algorithms built into the binary: `--algo baseline` and `--algo apo`. Their components are
+//! The algorithms built into the binary: `--algo baseline`, `--algo apo` and `--algo gepa`. Their components are
 //! built from `plugins/` by build.rs and embedded here, so they run anywhere, with no Rust
 //! toolchain and no source tree.
 
@@ -24,6 +24,11 @@ pub const BUILTIN_ALGORITHMS: &[BuiltinAlgorithm] = &[
         summary: "automatic prompt optimization: beam search over prompt templates with textual gradients",
         component: include_bytes!(concat!(env!("OUT_DIR"), "/apo.wasm")),
     },
+    BuiltinAlgorithm {
+        name: "gepa",
+        summary: "GEPA: reflective prompt evolution with a per-task Pareto front, merge and budgets",
+        component: include_bytes!(concat!(env!("OUT_DIR"), "/gepa.wasm")),
+    },
 ];
 
 /// The built-in algorithm called `name`.
@@ -39,7 +44,7 @@ pub fn help_table() -> String {
         .collect()
 }
 
-/// The built-in names, for messages: `baseline, apo`.
+/// The built-in names, for messages: `baseline, apo, gepa`.
 pub fn names() -> String {
     BUILTIN_ALGORITHMS
         .iter()
@@ -63,7 +68,7 @@ mod tests {
                 algorithm.name
             );
         }
-        assert_eq!(names(), "baseline, apo");
+        assert_eq!(names(), "baseline, apo, gepa");
         assert!(find("apo").is_some() && find("plugins/apo").is_none());
     }
 }

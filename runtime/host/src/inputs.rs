@@ -179,7 +179,7 @@ mod tests {
         let error = algorithm_source(Path::new("apoo")).unwrap_err().0;
         assert_eq!(
             error,
-            "algorithm apoo: no such file or directory (the built-in algorithms are baseline, apo)"
+            "algorithm apoo: no such file or directory (the built-in algorithms are baseline, apo, gepa)"
         );
     }
 }

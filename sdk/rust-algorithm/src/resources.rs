@@ -83,6 +83,11 @@ impl Resources {
         self.named.keys().map(String::as_str)
     }
 
+    /// The names of the resources that are prompt templates (in name order).
+    pub fn prompt_template_names(&self) -> impl Iterator<Item = &str> {
+        self.names().filter(|name| self.prompt_template(name).is_ok())
+    }
+
     /// Whether there are no resources.
     pub fn is_empty(&self) -> bool {
         self.named.is_empty()
@@ -219,6 +224,7 @@ mod tests {
                        "main": {"resource_type": "llm", "endpoint": "http://x", "model": "m"}}"#;
         let resources = Resources::from_json(text).unwrap();
         assert_eq!(resources.names().collect::<Vec<_>>(), ["main", "prompt"]);
+        assert_eq!(resources.prompt_template_names().collect::<Vec<_>>(), ["prompt"]);
         assert_eq!(resources.prompt_template("prompt").unwrap().engine, "f-string");
         assert_eq!(resources.get("main").and_then(|r| r.get("model")), Some(&json!("m")));
     }

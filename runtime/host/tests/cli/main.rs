@@ -26,6 +26,7 @@ mod edge;
 mod export;
 mod export_tokens;
 mod gateway_rollout_manager;
+mod gepa;
 mod hostile_output;
 mod inspect_runs;
 mod js_agents;

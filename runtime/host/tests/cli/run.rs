@@ -457,7 +457,7 @@ fn help_teaches_the_flags_and_exit_codes() {
         "130",
         "141",
         "every rollout failed",
-        "baseline or apo",
+        "baseline, apo or gepa",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
     }
@@ -1024,7 +1024,7 @@ fn every_input_is_checked_before_anything_is_built() {
     let cases = [
         (
             Cli::new("run").flag("--algo", "apoo"),
-            "algorithm apoo: no such file or directory (the built-in algorithms are baseline, apo)",
+            "algorithm apoo: no such file or directory (the built-in algorithms are baseline, apo, gepa)",
         ),
         (
             Cli::new("run")

@@ -1,8 +1,10 @@
-//! Scoring prompt versions: rollouts of tasks with a given resources version are enqueued (all
-//! jobs of a step in one go, so the runners work in parallel), waited for, and scored by mean
-//! final reward — a failed, cancelled, timed-out or reward-less rollout counts 0.
+//! Scoring resources versions on tasks (APO's and GEPA's candidates): rollouts of tasks with a
+//! given resources version are enqueued (all jobs of a step in one go, so the runners work in
+//! parallel), waited for, and scored by mean final reward — a failed, cancelled, timed-out or
+//! reward-less rollout counts 0. The same calls in the same order on a replayed store (a resumed
+//! run) are handed the rollouts the earlier run finished.
 
-use agl_algorithm_sdk::prelude::*;
+use crate::{Host, Mode, NewRollout, Result, RolloutConfig, RolloutStatus, Trace, WaitOptions, WaitOutcome};
 
 /// Rollouts enqueued per store call.
 const ENQUEUE_CHUNK: usize = 1024;
@@ -15,7 +17,7 @@ pub struct Job<'a> {
 }
 
 /// How one rollout ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub rollout_id: String,
     /// `succeeded`, `failed`, `cancelled`, or `unfinished` (did not end within the timeout).
@@ -43,7 +45,11 @@ pub fn mean(values: impl IntoIterator<Item = f64>) -> f64 {
     if count == 0 { 0.0 } else { sum / count as f64 }
 }
 
+/// How [`run_jobs`] runs rollouts.
+#[derive(Debug, Clone, Copy)]
 pub struct Settings<'a> {
+    /// Who is asking, the prefix of the log lines (`apo`, `gepa`).
+    pub who: &'a str,
     pub rollout_config: Option<&'a RolloutConfig>,
     /// Seconds to wait for all rollouts of one call.
     pub timeout_seconds: f64,
@@ -76,14 +82,15 @@ pub fn run_jobs(host: &Host, jobs: &[Job<'_>], settings: &Settings<'_>, label: &
     })?;
     if !waited.all_finished() {
         host.warn(&format!(
-            "apo: {label}: {} of {} rollouts did not finish within {} s; they are cancelled and score 0",
+            "{}: {label}: {} of {} rollouts did not finish within {} s; they are cancelled and score 0",
+            settings.who,
             waited.unfinished.len(),
             ids.len(),
             settings.timeout_seconds
         ));
         for id in &waited.unfinished {
             if let Err(e) = host.cancel(id) {
-                host.warn(&format!("apo: cannot cancel {id}: {e}"));
+                host.warn(&format!("{}: cannot cancel {id}: {e}", settings.who));
             }
         }
     }

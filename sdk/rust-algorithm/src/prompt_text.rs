@@ -1,8 +1,8 @@
-//! Prompt-template text handling: whether an edited template keeps the original's placeholders
-//! (parsed by `agl-template`, the host's own f-string formatter), filling APO's own meta-prompts
-//! in one pass (a marker substitution, not template formatting: text inserted for one marker is
-//! never scanned for another, other braces stay as they are), and pulling the new template out of
-//! an edit reply.
+//! Prompt-template text for algorithms that rewrite templates (APO, GEPA): whether a rewritten
+//! template keeps the original's placeholders (parsed by `agl-template`, the host's own f-string
+//! formatter), filling an algorithm's own meta-prompts in one pass (a marker substitution, not
+//! template formatting: text inserted for one marker is never scanned for another, other braces
+//! stay as they are), and pulling the new template out of an LLM's reply.
 
 /// Why an edit of `original` is not acceptable: it dropped placeholders, or it is no longer a
 /// template the host can format (`agl-template`, the host's own f-string formatter). An original
@@ -76,6 +76,38 @@ pub fn extract_edited(reply: &str) -> Option<String> {
     (!trimmed.trim().is_empty()).then(|| trimmed.to_owned())
 }
 
+/// The new text in a reply that was asked to give it "within ``` blocks" (GEPA's reflection):
+/// what lies between the first fence and the last one (a language tag on the opening fence line
+/// is skipped); with one fence only, the text after an opening fence or before a closing one;
+/// without a fence, the whole reply. Trimmed; `None` when that is empty.
+pub fn extract_fenced(reply: &str) -> Option<String> {
+    const FENCE: &str = "```";
+    let skip_tag = |text: &str| -> String {
+        match text.find('\n') {
+            Some(newline) if !text[..newline].trim().contains(char::is_whitespace) => text[newline + 1..].to_owned(),
+            // A fence with its text on the same line and no newline after it.
+            _ => text.to_owned(),
+        }
+    };
+    let text = match (reply.find(FENCE), reply.rfind(FENCE)) {
+        (Some(first), Some(last)) if last > first => skip_tag(&reply[first + FENCE.len()..last]),
+        (Some(only), _) => {
+            let trimmed = reply.trim();
+            if let Some(after) = trimmed.strip_prefix(FENCE) {
+                skip_tag(after)
+            } else if let Some(before) = trimmed.strip_suffix(FENCE) {
+                before.to_owned()
+            } else {
+                // A fence in the middle of the text, never closed: what follows it.
+                skip_tag(&reply[only + FENCE.len()..])
+            }
+        }
+        _ => reply.to_owned(),
+    };
+    let trimmed = text.trim();
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +155,30 @@ mod tests {
         assert_eq!(extract_edited("  Plain {q}  ").as_deref(), Some("Plain {q}"));
         assert_eq!(extract_edited("<prompt> </prompt>"), None);
         assert_eq!(extract_edited(""), None);
+    }
+
+    #[test]
+    fn a_fenced_answer_is_read_between_the_first_and_last_fence() {
+        assert_eq!(
+            extract_fenced("Here it is:\n```text\nSolve {q}.\nUse ``` rarely.\n```\nGood luck").as_deref(),
+            Some("Solve {q}.\nUse ``` rarely.")
+        );
+        assert_eq!(extract_fenced("```\nA {q}\n```").as_deref(), Some("A {q}"));
+        assert_eq!(extract_fenced("```A {q}```").as_deref(), Some("A {q}"));
+        assert_eq!(
+            extract_fenced("```markdown\nUnclosed {q}").as_deref(),
+            Some("Unclosed {q}")
+        );
+        assert_eq!(
+            extract_fenced("Only closed {q}\n```").as_deref(),
+            Some("Only closed {q}")
+        );
+        assert_eq!(
+            extract_fenced("  The whole {q} reply  ").as_deref(),
+            Some("The whole {q} reply")
+        );
+        assert_eq!(extract_fenced("``` ```"), None);
+        assert_eq!(extract_fenced("```\n\n```"), None);
+        assert_eq!(extract_fenced(""), None);
     }
 }
