@@ -78,6 +78,7 @@ pub const GUESTS: &[Guest] = &[
     component("examples/classifier-agent"),
     component("examples/tool-agent"),
     component("examples/rl-cpu/agent-rs"),
+    component("examples/gepa-two-prompts"),
     component("tests/guests/probe"),
     component("tests/guests/http-probe"),
     component("tests/guests/proxy-agent"),
@@ -85,6 +86,7 @@ pub const GUESTS: &[Guest] = &[
     component("plugins/baseline"),
     component("plugins/apo"),
     component("plugins/gepa"),
+    component("plugins/gepa/bench/agent"),
 ];
 
 /// The directories of the component crates of [`GUESTS`].

@@ -872,7 +872,7 @@ pub struct CommonArgs {
 #[derive(Debug, Args)]
 pub struct LlmArgs {
     /// An OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (vLLM, llama.cpp, Ollama, OpenAI).
-    #[arg(long, value_name = "URL", conflicts_with = "llm_script", requires = "llm_model")]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["llm_script", "llm_simulate"], requires = "llm_model")]
     pub llm_endpoint: Option<String>,
     /// The model used when a request names none.
     #[arg(long, value_name = "MODEL")]
@@ -881,14 +881,18 @@ pub struct LlmArgs {
     #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
     pub llm_api_key_env: String,
     /// Offline: answer LLM calls from a rules file (match on the messages -> response).
-    #[arg(long, value_name = "RULES.json")]
+    #[arg(long, value_name = "RULES.json", conflicts_with = "llm_simulate")]
     pub llm_script: Option<PathBuf>,
+    /// Offline: a simulated task and reflection model, for benchmarking prompt optimisers (the
+    /// book's "The simulated LLM").
+    #[arg(long, value_name = "SPEC.json")]
+    pub llm_simulate: Option<PathBuf>,
 }
 
 impl LlmArgs {
     /// Whether an LLM (scripted or an endpoint) was given.
     pub fn is_configured(&self) -> bool {
-        self.llm_script.is_some() || self.llm_endpoint.is_some()
+        self.llm_script.is_some() || self.llm_simulate.is_some() || self.llm_endpoint.is_some()
     }
 }
 

@@ -3,7 +3,9 @@
 
 use crate::args::{LlmArgs, ProxyArgs};
 use crate::inputs::InputError;
-use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError, OpenAiBackend, OpenAiConfig, ScriptedBackend};
+use agl_llm::{
+    ChatRequest, ChatResponse, LlmBackend, LlmError, OpenAiBackend, OpenAiConfig, ScriptedBackend, SimulatedBackend,
+};
 use std::sync::Arc;
 
 /// Answers every call with an error: no LLM was configured.
@@ -39,6 +41,9 @@ pub fn backend(args: &LlmArgs) -> Result<Arc<dyn LlmBackend>, InputError> {
             .map_err(|e| InputError(format!("LLM script {}: {e}", script.display())))?;
         return Ok(Arc::new(backend));
     }
+    if let Some(spec) = &args.llm_simulate {
+        return Ok(Arc::new(simulated(spec)?));
+    }
     if let Some(endpoint) = &args.llm_endpoint {
         let model = args.llm_model.clone().unwrap_or_default();
         let mut config = OpenAiConfig::new(endpoint.trim_end_matches('/'), model);
@@ -47,6 +52,11 @@ pub fn backend(args: &LlmArgs) -> Result<Arc<dyn LlmBackend>, InputError> {
         return Ok(Arc::new(backend));
     }
     Ok(Arc::new(NoLlm))
+}
+
+/// The simulated LLM of `--llm-simulate SPEC.json` (its errors name the file).
+fn simulated(spec: &std::path::Path) -> Result<SimulatedBackend, InputError> {
+    SimulatedBackend::from_file(spec).map_err(|e| InputError(format!("--llm-simulate: {e}")))
 }
 
 /// Where the LLM proxy sends calls (`agl-host store --llm-proxy`): the scripted backend, or
@@ -58,6 +68,8 @@ pub fn proxy_upstreams(args: &LlmArgs, proxy: &ProxyArgs) -> Result<agl_proxy::U
         let backend = ScriptedBackend::from_file(script)
             .map_err(|e| InputError(format!("LLM script {}: {e}", script.display())))?;
         vec![agl_proxy::Upstream::backend(Arc::new(backend))]
+    } else if let Some(spec) = &args.llm_simulate {
+        vec![agl_proxy::Upstream::backend(Arc::new(simulated(spec)?))]
     } else if let Some(endpoint) = &args.llm_endpoint {
         std::iter::once(endpoint)
             .chain(&proxy.llm_replicas)

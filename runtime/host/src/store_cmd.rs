@@ -19,9 +19,10 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     let upstreams = match (args.llm_proxy, args.llm.is_configured()) {
         (true, _) => Some(crate::llm::proxy_upstreams(&args.llm, &args.proxy)?),
         (false, true) => {
-            return Err(
-                InputError("--llm-endpoint and --llm-script are the LLM proxy's: add --llm-proxy".into()).into(),
-            );
+            return Err(InputError(
+                "--llm-endpoint, --llm-script and --llm-simulate are the LLM proxy's: add --llm-proxy".into(),
+            )
+            .into());
         }
         (false, false) => None,
     };

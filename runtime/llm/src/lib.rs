@@ -4,6 +4,8 @@
 //! - [`OpenAiBackend`]: any OpenAI-compatible HTTP server, with timeouts and retries;
 //! - [`limits`]: bounds on one request (bytes, `max_tokens`, tools), checked before it is sent;
 //! - [`ScriptedBackend`]: offline, deterministic answers from a JSON rules file;
+//! - [`SimulatedBackend`]: an offline simulated task and reflection model, for benchmarking
+//!   prompt optimisers;
 //! - [`openai_json`]: the chat-completions JSON for code that relays or serves it (the LLM proxy,
 //!   the test server `agl_testkit::llm_server`).
 
@@ -15,6 +17,7 @@ pub mod openai;
 pub mod openai_json;
 mod retry;
 pub mod scripted;
+pub mod simulated;
 pub mod types;
 mod wire;
 
@@ -26,4 +29,5 @@ pub use openai::{OpenAiBackend, OpenAiConfig, shown_url};
 pub use scripted::{
     ScriptedBackend, ScriptedCondition, ScriptedReply, ScriptedRule, ScriptedRules, ScriptedToolCall, ScriptedUsage,
 };
+pub use simulated::{FailureMode, SimulatedBackend, SimulationSpec};
 pub use types::{ChatRequest, ChatResponse, Message, Role, TokenDetail, Tool, ToolCall, Usage};

@@ -56,6 +56,10 @@ struct Replay {
     /// Rollouts and resources handed out again.
     reused_rollouts: usize,
     reused_resources: usize,
+    /// The resources version last added or updated since the restart (handed out again or new):
+    /// the latest the restarted run has made. The store's own latest may be a later version of
+    /// the earlier run, not made again yet.
+    latest_resources: Option<ResourcesUpdate>,
 }
 
 /// A store that replays the earlier run's rollouts and resources to a restarted algorithm.
@@ -89,6 +93,7 @@ impl ReplayStore {
                 matching: true,
                 reused_rollouts: 0,
                 reused_resources: 0,
+                latest_resources: None,
             }),
         })
     }
@@ -128,6 +133,12 @@ impl ReplayStore {
 
     fn still_matching(&self) -> bool {
         self.replay.lock().matching
+    }
+
+    /// Notes `version` as the latest the restarted run has made.
+    fn made(&self, version: ResourcesUpdate) -> ResourcesUpdate {
+        self.replay.lock().latest_resources = Some(version.clone());
+        version
     }
 }
 
@@ -228,10 +239,10 @@ impl LightningStore for ReplayStore {
             let earlier = self.inner.query_resources(&ResourcesQuery::default()).await?;
             if let Some(same) = earlier.items.into_iter().find(|r| r.resources == resources) {
                 self.replay.lock().reused_resources += 1;
-                return Ok(same);
+                return Ok(self.made(same));
             }
         }
-        self.inner.add_resources(resources).await
+        self.inner.add_resources(resources).await.map(|added| self.made(added))
     }
 
     async fn update_resources(&self, resources_id: &str, resources: NamedResources) -> StoreResult<ResourcesUpdate> {
@@ -243,13 +254,23 @@ impl LightningStore for ReplayStore {
                 .filter(|r| r.resources == resources)
         {
             self.replay.lock().reused_resources += 1;
-            return Ok(same);
+            return Ok(self.made(same));
         }
-        self.inner.update_resources(resources_id, resources).await
+        self.inner
+            .update_resources(resources_id, resources)
+            .await
+            .map(|updated| self.made(updated))
     }
 
+    /// The latest version the restarted run has made (its initial resources, given again, among
+    /// them), as the run saw it at this point before it stopped; the store's own latest until it
+    /// has made one.
     async fn get_latest_resources(&self) -> StoreResult<Option<ResourcesUpdate>> {
-        self.inner.get_latest_resources().await
+        let made = self.replay.lock().latest_resources.clone();
+        match made {
+            Some(version) => Ok(Some(version)),
+            None => self.inner.get_latest_resources().await,
+        }
     }
 
     async fn get_resources_by_id(&self, resources_id: &str) -> StoreResult<Option<ResourcesUpdate>> {
@@ -316,6 +337,39 @@ mod tests {
         assert_eq!(replay.update_resources("v1", resources.clone()).await.unwrap(), v1);
         assert_eq!(replay.add_resources(resources).await.unwrap(), v1);
         assert_eq!(replay.counts().resources, 2);
+    }
+
+    #[tokio::test]
+    async fn the_latest_resources_are_the_latest_the_restarted_run_made() {
+        let store: Arc<dyn LightningStore> = Arc::new(InMemoryLightningStore::new());
+        let prompt = |template: &str| {
+            let mut resources = NamedResources::new();
+            resources.insert(
+                "prompt".into(),
+                Resource::PromptTemplate(PromptTemplate {
+                    template: template.into(),
+                    engine: TemplateEngine::FString,
+                }),
+            );
+            resources
+        };
+        // The earlier run: its initial resources, then two versions of its algorithm.
+        let initial = store.add_resources(prompt("Q: {q}")).await.unwrap();
+        let v0 = store.update_resources("v0", prompt("Q: {q}")).await.unwrap();
+        let v1 = store.update_resources("v1", prompt("Answer Q: {q}")).await.unwrap();
+        assert_eq!(store.get_latest_resources().await.unwrap(), Some(v1.clone()));
+
+        let replay = ReplayStore::new(store.clone()).await.unwrap();
+        // Restarted, the run gives its initial resources again: that is its latest, not v1.
+        assert_eq!(replay.add_resources(prompt("Q: {q}")).await.unwrap(), initial);
+        assert_eq!(replay.get_latest_resources().await.unwrap(), Some(initial));
+        assert_eq!(replay.update_resources("v0", prompt("Q: {q}")).await.unwrap(), v0);
+        assert_eq!(replay.get_latest_resources().await.unwrap(), Some(v0));
+        assert_eq!(
+            replay.update_resources("v1", prompt("Answer Q: {q}")).await.unwrap(),
+            v1
+        );
+        assert_eq!(replay.get_latest_resources().await.unwrap(), Some(v1));
     }
 
     #[tokio::test]

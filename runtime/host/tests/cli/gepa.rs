@@ -170,3 +170,158 @@ fn gepa_skips_a_malformed_reflection_answer_within_its_budget() {
     assert_eq!(summary["best"]["score"].as_f64(), Some(1.0), "{summary:#}");
     assert_eq!(results["algorithm_llm_calls"], 2);
 }
+
+/// `agl-host run --agent examples/gepa-two-prompts --algo gepa` with the example's data, seed
+/// resources and config, results into `out`; the LLM is `llm` (`--llm-script FILE` or
+/// `--llm-endpoint URL --llm-model scripted`).
+pub(crate) fn two_prompts_args(out: &std::path::Path, llm: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+    let example = repo().join("examples/gepa-two-prompts");
+    let mut args: Vec<std::ffi::OsString> = vec!["run".into(), "--agent".into(), example.clone().into()];
+    args.extend(["--algo".into(), "gepa".into()]);
+    for (flag, path) in [
+        ("--train", example.join("data/train.jsonl")),
+        ("--val", example.join("data/val.jsonl")),
+        ("--resources", example.join("seed-resources.json")),
+        ("--algo-config", example.join("gepa-config.json")),
+        ("--output", out.to_path_buf()),
+    ] {
+        args.push(flag.into());
+        args.push(path.into_os_string());
+    }
+    args.extend(llm.iter().cloned());
+    args
+}
+
+/// The example's rules file, as `--llm-script` arguments.
+pub fn two_prompts_script() -> Vec<std::ffi::OsString> {
+    vec![
+        "--llm-script".into(),
+        repo().join("examples/gepa-two-prompts/rules.json").into_os_string(),
+    ]
+}
+
+#[test]
+fn gepa_mutates_each_of_two_prompts_and_merges_their_fixes() {
+    // examples/gepa-two-prompts: the `format` fix and the `system` fix each solve a different
+    // third of the val tasks; seed 10 mutates each from the seed, then merges them.
+    let dir = scratch("agl-cli-gepa", "two-prompts");
+    let out = dir.join("results.json");
+    let run = agl_host(two_prompts_args(&out, &two_prompts_script()));
+    assert!(run.status.success(), "{}", text(&run));
+    let results = read_results(&out);
+    let summary = &results["algorithm_summary"];
+    assert_eq!(summary["components"], json!(["format", "system"]));
+    let candidates = summary["candidates"].as_array().expect("candidates");
+    let by_id = |id: &Value| {
+        candidates
+            .iter()
+            .find(|c| &c["resources_id"] == id)
+            .unwrap_or_else(|| panic!("candidate {id}: {summary:#}"))
+    };
+    let seed = &candidates[0];
+    assert_eq!(seed["origin"]["kind"], "seed");
+    assert_eq!(seed["val_score"].as_f64(), Some(2.0 / 6.0), "{summary:#}");
+
+    // Both components were mutated, each from the seed, each by the fix its feedback named.
+    let mutation_of = |component: &str| {
+        candidates
+            .iter()
+            .find(|c| c["origin"]["kind"] == "mutation" && c["origin"]["component"] == component)
+            .unwrap_or_else(|| panic!("an accepted mutation of `{component}`: {summary:#}"))
+    };
+    let (format, system) = (mutation_of("format"), mutation_of("system"));
+    for (child, fix) in [
+        (format, "a number alone on the last line"),
+        (system, "Answer in the unit the question asks for"),
+    ] {
+        assert_eq!(child["parents"], json!([seed["resources_id"]]), "{child:#}");
+        let component = child["origin"]["component"].as_str().expect("component");
+        let text = child["components"][component].as_str().expect("text");
+        assert!(text.contains(fix), "{text}");
+        // The other component is the seed's.
+        let other = if component == "format" { "system" } else { "format" };
+        assert_eq!(child["components"][other], seed["components"][other]);
+    }
+    assert!(
+        format["components"]["format"]
+            .as_str()
+            .is_some_and(|t| t.contains("{question}")),
+        "placeholder kept"
+    );
+    // Each wins val tasks the other loses: both stay on the front.
+    let scores = |c: &Value| -> Vec<f64> {
+        c["val_scores"]
+            .as_array()
+            .expect("val scores")
+            .iter()
+            .filter_map(Value::as_f64)
+            .collect()
+    };
+    let (f, s) = (scores(format), scores(system));
+    assert!(
+        f.iter().zip(&s).any(|(a, b)| a > b) && s.iter().zip(&f).any(|(a, b)| a > b),
+        "{f:?} {s:?}"
+    );
+
+    // The merge over the seed takes each parent's fix and beats both on val.
+    let merged = candidates
+        .iter()
+        .find(|c| c["origin"]["kind"] == "merge")
+        .unwrap_or_else(|| panic!("an accepted merge: {summary:#}"));
+    assert_eq!(merged["origin"]["ancestor"], seed["resources_id"]);
+    let mut parents: Vec<&Value> = merged["parents"].as_array().expect("parents").iter().collect();
+    parents.sort_by_key(|id| by_id(id)["index"].as_u64());
+    assert_eq!(parents, [&format["resources_id"], &system["resources_id"]]);
+    assert_eq!(merged["components"]["format"], format["components"]["format"]);
+    assert_eq!(merged["components"]["system"], system["components"]["system"]);
+    assert_eq!(merged["val_score"].as_f64(), Some(1.0), "{summary:#}");
+    for parent in [format, system] {
+        assert!(
+            merged["val_score"].as_f64() > parent["val_score"].as_f64(),
+            "{summary:#}"
+        );
+    }
+    let proposal = summary["proposals"]
+        .as_array()
+        .expect("proposals")
+        .iter()
+        .find(|p| p["kind"] == "merge" && p["accepted"] == true)
+        .expect("the merge's proposal");
+    assert_eq!(proposal["resources_id"], merged["resources_id"]);
+    assert_eq!(proposal["split"], "val");
+    let sums: Vec<f64> = proposal["parent_scores"]
+        .as_array()
+        .expect("parent scores")
+        .iter()
+        .map(|s| s.as_array().expect("scores").iter().filter_map(Value::as_f64).sum())
+        .collect();
+    let merged_sum: f64 = proposal["scores"]
+        .as_array()
+        .expect("scores")
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    assert!(sums.iter().all(|&p| merged_sum > p), "{proposal:#}");
+
+    // The best is the merge; the front holds it on every val task, beside each task's other bests.
+    assert_eq!(summary["best"]["resources_id"], merged["resources_id"]);
+    assert_eq!(results["best"]["resources_id"], merged["resources_id"]);
+    let front = summary["pareto_front"].as_array().expect("front");
+    assert_eq!(front.len(), 6);
+    for (t, task) in front.iter().enumerate() {
+        assert_eq!(task["score"].as_f64(), Some(1.0), "{task}");
+        let ids = task["candidates"].as_array().expect("ids");
+        assert!(ids.contains(&merged["resources_id"]), "{task}");
+        // The format fix's tasks are the system fix's losses, and the reverse.
+        assert_eq!(ids.contains(&format["resources_id"]), f[t] == 1.0, "{task}");
+        assert_eq!(ids.contains(&system["resources_id"]), s[t] == 1.0, "{task}");
+    }
+    let budget = &summary["budget"];
+    assert!(
+        budget["rollouts_used"].as_u64() <= budget["max_rollouts"].as_u64(),
+        "{budget}"
+    );
+    assert_eq!(budget["reflection_calls_used"], 2, "one reflection per fix: {budget}");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("merge over v0"), "{stdout}");
+}

@@ -230,3 +230,101 @@ fn a_run_killed_half_way_resumes_to_the_result_of_an_uninterrupted_run() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("has status completed"));
     drop(server);
 }
+
+/// What a GEPA run's results must agree on: the host's best and splits, and GEPA's whole summary
+/// but its report (candidates, lineage, front, budget, skips).
+fn gepa_outcome(results: &serde_json::Value) -> serde_json::Value {
+    let mut summary = results["algorithm_summary"].clone();
+    if let Some(summary) = summary.as_object_mut() {
+        summary.remove("report");
+    }
+    serde_json::json!({"outcome": outcome(results), "summary": summary})
+}
+
+#[test]
+fn a_gepa_run_killed_half_way_resumes_to_the_result_of_an_uninterrupted_run() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rules =
+        agl_llm::ScriptedBackend::from_file(repo().join("examples/gepa-two-prompts/rules.json")).expect("rules");
+    let server = runtime
+        .block_on(agl_testkit::llm_server::serve_with_faults(
+            std::sync::Arc::new(rules),
+            "127.0.0.1:0".parse().expect("address"),
+            agl_testkit::llm_server::Faults::default().with_delay(std::time::Duration::from_millis(30)),
+        ))
+        .expect("the LLM serves");
+    let llm: Vec<std::ffi::OsString> = vec![
+        "--llm-endpoint".into(),
+        server.base_url().into(),
+        "--llm-model".into(),
+        "scripted".into(),
+    ];
+
+    // The run as it goes when nothing stops it: two mutations from the seed, then their merge.
+    let whole = scratch("agl-kept", "gepa-whole");
+    let run = agl_host_in(
+        &whole,
+        &crate::gepa::two_prompts_args(&whole.join("results.json"), &llm),
+    );
+    assert!(run.status.success(), "{}", text(&run));
+    let expected = gepa_outcome(&read_results(&whole.join("results.json")));
+    assert_eq!(expected["summary"]["best"]["score"], 1.0, "{expected:#}");
+
+    // The same run, killed (SIGKILL) once the first mutation was accepted: its val run, the
+    // second mutation and the merge are still to come.
+    let dir = scratch("agl-kept", "gepa-killed");
+    let out = dir.join("results.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .current_dir(&dir)
+        .env("AGL_CACHE_DIR", cache_dir())
+        .env_remove("AGL_DB")
+        .args(crate::gepa::two_prompts_args(&out, &llm))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("agl-host starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut seen = String::new();
+    let mut run_id = None;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+        let line = line.expect("stderr line");
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.strip_prefix("run ") {
+            run_id = rest.split(' ').next().map(str::to_owned);
+        }
+        if line.contains("gepa: iteration 1:") {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let run_id = run_id.unwrap_or_else(|| panic!("no run id printed:\n{seen}"));
+    assert!(!out.exists(), "killed before the end: {seen}");
+    assert!(
+        seen.contains("iteration 1: v1"),
+        "killed after the first mutation: {seen}"
+    );
+    assert!(!seen.contains("merge"), "killed before the merge: {seen}");
+
+    // Resumed from elsewhere, with nothing but the run.
+    let elsewhere = scratch("agl-kept", "gepa-elsewhere");
+    let db = dir.join(".agl/runs").join(format!("{run_id}.db"));
+    let resumed = agl_host_in(&elsewhere, &["run".as_ref(), "--resume".as_ref(), db.as_os_str()]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains(&format!("resuming run {run_id}:")), "{stderr}");
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(
+        stdout.contains("resumed: ") && !stdout.contains("resumed: 0 rollout"),
+        "{stdout}"
+    );
+    let results = read_results(&out);
+    assert_eq!(results["run_id"], run_id.as_str());
+    assert_eq!(gepa_outcome(&results), expected, "resumed: {results:#}");
+    drop(server);
+}
