@@ -2,7 +2,8 @@
 """GEPA against APO and the reference `gepa` package (0.1.4) on the simulated LLM.
 
 For every seed and budget (rollouts), runs
-  - `agl-host run --algo gepa` (max_rollouts = budget),
+  - `agl-host run --algo gepa` (max_rollouts = budget), and as `gepa-nocache` with
+    `cache_evaluation: false` (every outcome paid for, however often it is needed),
   - `agl-host run --algo apo` (the most rounds whose worst case fits the budget),
   - `gepa.optimize` (max_metric_calls = budget) with an adapter whose task and reflection calls go
     to the same Rust simulator, served as an OpenAI-compatible endpoint by
@@ -40,7 +41,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 DATA = HERE / "data"
 SEED_TEMPLATE = json.loads((HERE / "seed-resources.json").read_text())["prompt"]["template"]
-METHODS = ["seed", "apo", "gepa", "gepa-package", "gepa-package@spent"]
+METHODS = ["seed", "apo", "gepa", "gepa-nocache", "gepa-package", "gepa-package@spent"]
 
 # APO's shape, scaled to these budgets (its defaults, beam 4 x branch 4 with 16-task val batches,
 # spend ~300 rollouts a round here); only the number of rounds follows the budget.
@@ -131,8 +132,9 @@ def rollouts_of(results):
     return results["total"]["rollouts"]
 
 
-def run_gepa(args, spec, seed, budget, workdir):
-    config = {"seed": seed, "max_rollouts": budget, "max_reflection_calls": budget, "minibatch_size": MINIBATCH}
+def run_gepa(args, spec, seed, budget, workdir, cache=True):
+    config = {"seed": seed, "max_rollouts": budget, "max_reflection_calls": budget, "minibatch_size": MINIBATCH,
+              "cache_evaluation": cache}
     results = host_run(args, "gepa", config, spec, seed, workdir)
     summary = results["algorithm_summary"]
     return {
@@ -141,6 +143,7 @@ def run_gepa(args, spec, seed, budget, workdir):
         "rollouts": summary["budget"]["rollouts_used"],
         "seed_val": summary["candidates"][0]["val_score"],
         "accepted": len(summary["candidates"]) - 1,
+        "cache_hits": summary.get("cache_hits", 0),
     }
 
 
@@ -241,6 +244,8 @@ def sweep(args):
                         row = {"val": score(endpoint, SEED_TEMPLATE, val), "prompt": SEED_TEMPLATE, "rollouts": 0}
                     elif method == "gepa":
                         row = run_gepa(args, spec, seed, budget, workdir)
+                    elif method == "gepa-nocache":  # the same, never reusing a paid-for outcome
+                        row = run_gepa(args, spec, seed, budget, workdir, cache=False)
                     elif method == "apo":
                         row = run_apo(args, spec, seed, budget, workdir)
                     elif method == "gepa-package":
@@ -294,7 +299,7 @@ def summarise(args):
     by = {(r["method"], r["seed"], r["budget"]): r for r in rows}
     paired = ["", "Paired, per seed, our GEPA's best val minus the other's (same seed, same budget):", "",
               "| against | budget | wins / ties / losses | median difference |", "|---|---:|---|---:|"]
-    for other in ("gepa-package", "gepa-package@spent", "apo"):
+    for other in ("gepa-package", "gepa-package@spent", "apo", "gepa-nocache"):
         for budget in budgets:
             diffs = [by[("gepa", s, budget)]["val"] - by[(other, s, budget)]["val"] for s in seeds
                      if ("gepa", s, budget) in by and (other, s, budget) in by]

@@ -36,10 +36,11 @@ impl Budget {
         self.reflection_calls_used += 1;
     }
 
-    /// The worst case of one reflective mutation: the parent and the child on a minibatch, and
-    /// the child on the full val set.
-    pub fn mutation_rollouts(minibatch: usize, val: usize) -> usize {
-        2 * minibatch + val
+    /// The worst case of one reflective mutation: the parent on the `parent_unpaid` tasks of its
+    /// minibatch not already paid for (the others come from the evaluation cache; all of them
+    /// without it), the child on the minibatch, and the child on the full val set.
+    pub fn mutation_rollouts(parent_unpaid: usize, minibatch: usize, val: usize) -> usize {
+        parent_unpaid + minibatch + val
     }
 
     /// The worst case of one merge: the merged candidate on its val subsample, then on full val.
@@ -56,7 +57,7 @@ mod tests {
     fn a_step_fits_only_when_its_worst_case_does() {
         let mut budget = Budget::new(30, 2);
         budget.spend_rollouts(8); // the seed on 8 val tasks
-        let mutation = Budget::mutation_rollouts(3, 8);
+        let mutation = Budget::mutation_rollouts(3, 3, 8);
         assert_eq!(mutation, 14);
         assert!(budget.can_afford(mutation, 1));
         budget.spend_rollouts(mutation);
@@ -70,5 +71,23 @@ mod tests {
         let mut full = Budget::new(10, 0);
         full.spend_rollouts(5);
         assert!(!full.can_afford(usize::MAX, 0), "no overflow");
+    }
+
+    #[test]
+    fn a_parent_minibatch_already_paid_for_makes_room_for_one_more_mutation() {
+        let mut budget = Budget::new(200, 200);
+        budget.spend_rollouts(176);
+        assert!(
+            !budget.can_afford(Budget::mutation_rollouts(3, 3, 21), 1),
+            "176 + 27 > 200"
+        );
+        assert!(
+            !budget.can_afford(Budget::mutation_rollouts(1, 3, 21), 1),
+            "176 + 25 > 200"
+        );
+        assert!(
+            budget.can_afford(Budget::mutation_rollouts(0, 3, 21), 1),
+            "176 + 24 = 200"
+        );
     }
 }

@@ -61,6 +61,10 @@ pub struct Config {
     pub max_merge_invocations: u32,
     /// Val tasks a merged candidate is first scored on (against both parents).
     pub merge_subsample_size: usize,
+    /// Never run a candidate twice on the same task: reuse the outcome already paid for (the
+    /// package's `cache_evaluation`, off there by default). A mutation's worst case then counts
+    /// only the parent's minibatch tasks not yet run.
+    pub cache_evaluation: bool,
     /// The prompt templates to optimise; `None`: every prompt template of the seed resources.
     pub components: Option<Vec<String>>,
     /// Model of the reflection calls (`None`: the host's default).
@@ -95,6 +99,7 @@ impl Default for Config {
             use_merge: false,
             max_merge_invocations: 5,
             merge_subsample_size: 5,
+            cache_evaluation: true,
             components: None,
             reflection_model: None,
             reflection_temperature: None,

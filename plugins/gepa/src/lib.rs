@@ -10,6 +10,7 @@
 //! gives the same run, and a resumed run (a replayed store) retraces the stopped one.
 
 mod budget;
+mod cache;
 mod config;
 mod front;
 mod merge;
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
 use budget::Budget;
+use cache::{EvalCache, Split};
 use config::{CandidateSelection, Config};
 use merge::{Components, MergesTried, Pool};
 use reflect::Record;
@@ -61,6 +63,7 @@ struct Gepa<'a> {
     versions: agl_algorithm_sdk::Versions<'a>,
     settings: Settings<'a>,
     budget: Budget,
+    cache: EvalCache,
     candidates: Vec<Candidate>,
     proposals: Vec<Proposal>,
     skipped: Skipped,
@@ -89,21 +92,48 @@ impl Gepa<'_> {
         self.versions.publish(templates.iter().map(|(n, t)| (n.as_str(), t)))
     }
 
-    /// Runs `indices` of `split` with `resources_id`; the rollouts count against the budget.
-    fn evaluate(&mut self, resources_id: &str, mode: Mode, indices: &[usize], label: &str) -> Result<Vec<Outcome>> {
-        let split = if mode == Mode::Val {
-            &self.data.val
+    /// The outcomes of `indices` of `split` for the candidate `components` (published as
+    /// `resources_id`): those already paid for come from the cache, the rest are run and count
+    /// against the budget.
+    fn evaluate(
+        &mut self,
+        resources_id: &str,
+        components: &Components,
+        mode: Mode,
+        indices: &[usize],
+        label: &str,
+    ) -> Result<Vec<Outcome>> {
+        let (tasks, split) = if mode == Mode::Val {
+            (&self.data.val, Split::Val)
         } else {
-            &self.data.train
+            (&self.data.train, Split::Train)
         };
-        let job = Job {
-            resources_id,
-            tasks: indices.iter().map(|&i| split[i].as_str()).collect(),
-            mode,
-        };
-        self.budget.spend_rollouts(indices.len());
-        let mut evaluations = run_jobs(self.host, &[job], &self.settings, label)?;
-        Ok(evaluations.pop().map(|e| e.outcomes).unwrap_or_default())
+        let missing = self.cache.missing(components, split, indices);
+        self.cache.hits += indices.len() - missing.len();
+        let mut fresh: BTreeMap<usize, Outcome> = BTreeMap::new();
+        if !missing.is_empty() {
+            let job = Job {
+                resources_id,
+                tasks: missing.iter().map(|&i| tasks[i].as_str()).collect(),
+                mode,
+            };
+            self.budget.spend_rollouts(missing.len());
+            let mut evaluations = run_jobs(self.host, &[job], &self.settings, label)?;
+            let outcomes = evaluations.pop().map(|e| e.outcomes).unwrap_or_default();
+            for (&task, outcome) in missing.iter().zip(outcomes) {
+                self.cache.put(components, split, task, &outcome);
+                fresh.insert(task, outcome);
+            }
+        }
+        Ok(indices
+            .iter()
+            .filter_map(|&task| {
+                fresh
+                    .get(&task)
+                    .or_else(|| self.cache.get(components, split, task))
+                    .cloned()
+            })
+            .collect())
     }
 
     fn val_indices(&self) -> Vec<usize> {
@@ -129,7 +159,7 @@ impl Gepa<'_> {
         iteration: u32,
         label: &str,
     ) -> Result<usize> {
-        let outcomes = self.evaluate(&resources_id, Mode::Val, &self.val_indices(), label)?;
+        let outcomes = self.evaluate(&resources_id, &components, Mode::Val, &self.val_indices(), label)?;
         let val_scores: Vec<f64> = outcomes.iter().map(|o| o.reward).collect();
         let val_score = agl_algorithm_sdk::evaluate::mean(val_scores.iter().copied());
         let next_component = parents
@@ -175,14 +205,23 @@ impl Gepa<'_> {
         }
     }
 
-    /// One reflective mutation; whether a child was accepted.
-    fn mutate(&mut self, iteration: u32, batches: &mut BatchIterator) -> Result<bool> {
+    /// One reflective mutation: whether a child was accepted, or `None` when its worst case —
+    /// the parent's minibatch tasks not yet paid for, the child's minibatch and the child's val
+    /// run — does not fit the rollouts left (nothing is spent then).
+    fn mutate(&mut self, iteration: u32, batches: &mut BatchIterator) -> Result<Option<bool>> {
         let label = format!("iteration {iteration}");
         let parent = self.select_parent();
         let minibatch = batches.next_batch(&mut self.rng);
         let parent_id = self.candidates[parent].resources_id.clone();
+        let parent_components = self.candidates[parent].components.clone();
+        let unpaid = self.cache.missing(&parent_components, Split::Train, &minibatch).len();
+        let worst_case = Budget::mutation_rollouts(unpaid, minibatch.len(), self.data.val.len());
+        if !self.budget.can_afford(worst_case, 1) {
+            return Ok(None);
+        }
         let outcomes = self.evaluate(
             &parent_id,
+            &parent_components,
             Mode::Train,
             &minibatch,
             &format!("{label}: {parent_id} on a minibatch"),
@@ -193,7 +232,7 @@ impl Gepa<'_> {
                 "gepa: {label}: {parent_id} solved its minibatch; nothing to reflect on"
             ));
             self.skipped.perfect_minibatch += 1;
-            return Ok(false);
+            return Ok(Some(false));
         }
         let names = self.component_names();
         let component = names[self.candidates[parent].next_component % names.len()].clone();
@@ -213,7 +252,7 @@ impl Gepa<'_> {
             Err(problem) => {
                 self.host.warn(&format!("gepa: {label}: reflection skipped: {problem}"));
                 self.skipped.reflection_errors += 1;
-                return Ok(false);
+                return Ok(Some(false));
             }
         };
         let text = match reflect::parse(&answer, &current, &self.engines[&component]) {
@@ -223,7 +262,7 @@ impl Gepa<'_> {
                     "gepa: {label}: malformed reflection answer skipped: {problem}"
                 ));
                 self.skipped.malformed_answers += 1;
-                return Ok(false);
+                return Ok(Some(false));
             }
         };
         let mut child = self.candidates[parent].components.clone();
@@ -231,6 +270,7 @@ impl Gepa<'_> {
         let child_id = self.publish(&child)?;
         let outcomes = self.evaluate(
             &child_id,
+            &child,
             Mode::Train,
             &minibatch,
             &format!("{label}: {child_id} on the minibatch"),
@@ -268,7 +308,7 @@ impl Gepa<'_> {
             proposal.val_score = Some(self.candidates[index].val_score);
         }
         self.proposals.push(proposal);
-        Ok(accepted)
+        Ok(Some(accepted))
     }
 
     /// One merge attempt: `None` when no pair was found (the iteration goes on to a mutation),
@@ -304,6 +344,7 @@ impl Gepa<'_> {
         let merged_id = self.publish(&found.components)?;
         let outcomes = self.evaluate(
             &merged_id,
+            &found.components,
             Mode::Val,
             &subsample,
             &format!("{label}: merge {merged_id} on a val subsample"),
@@ -397,6 +438,7 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
             timeout_seconds: config.rollout_batch_timeout,
         },
         budget: Budget::new(config.max_rollouts, config.max_reflection_calls),
+        cache: EvalCache::new(config.cache_evaluation),
         candidates: Vec::new(),
         proposals: Vec::new(),
         skipped: Skipped::default(),
@@ -413,10 +455,18 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
     let mut batches = BatchIterator::new(data.train.len(), minibatch_size);
     let mut tried = MergesTried::default();
     let (mut merges_due, mut merges_accepted, mut last_found_new) = (0u32, 0u32, false);
-    let mutation_cost = Budget::mutation_rollouts(minibatch_size, data.val.len());
+    // The least a mutation can cost: the parent's minibatch already paid for (cached).
+    let mutation_cost = Budget::mutation_rollouts(0, minibatch_size, data.val.len());
     let merge_cost = Budget::merge_rollouts(config.merge_subsample_size.min(data.val.len()), data.val.len());
     let mut iteration = 0;
+    // Iterations in a row that spent nothing (a parent's cached minibatch, all solved): with the
+    // cache, a run whose every draw is already solved would otherwise never end.
+    let mut idle = 0usize;
     let stopped_because = loop {
+        let spent_before = (gepa.budget.rollouts_used, gepa.budget.reflection_calls_used);
+        if idle > 2 * data.train.len().div_ceil(minibatch_size) * gepa.candidates.len() {
+            break "every minibatch drawn lately was already solved (nothing to reflect on)";
+        }
         if config.max_iterations.is_some_and(|max| iteration >= max) {
             break "max_iterations reached";
         }
@@ -445,11 +495,23 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
             }
         }
         last_found_new = false;
-        if gepa.mutate(iteration, &mut batches)? {
-            last_found_new = true;
-            if config.use_merge && merges_accepted < config.max_merge_invocations {
-                merges_due += 1;
+        match gepa.mutate(iteration, &mut batches)? {
+            Some(true) => {
+                last_found_new = true;
+                if config.use_merge && merges_accepted < config.max_merge_invocations {
+                    merges_due += 1;
+                }
             }
+            Some(false) => {}
+            None => {
+                iteration -= 1;
+                break "rollout budget spent";
+            }
+        }
+        if (gepa.budget.rollouts_used, gepa.budget.reflection_calls_used) == spent_before {
+            idle += 1;
+        } else {
+            idle = 0;
         }
     };
     host.info(&format!(
@@ -464,6 +526,7 @@ fn run(config: Config, data: Datasets, host: &Host) -> Result<Value> {
         best: gepa.best,
         budget: &gepa.budget,
         skipped: &gepa.skipped,
+        cache_hits: gepa.cache.hits,
         iterations: iteration,
         stopped_because,
         seed,

@@ -95,6 +95,8 @@ pub struct Summary<'a> {
     pub best: usize,
     pub budget: &'a Budget,
     pub skipped: &'a Skipped,
+    /// Rollouts answered from the evaluation cache instead of run (and paid for).
+    pub cache_hits: usize,
     pub iterations: u32,
     pub stopped_because: &'a str,
     pub seed: u64,
@@ -127,6 +129,7 @@ impl Summary<'_> {
             "pareto_front": front,
             "budget": self.budget,
             "skipped": self.skipped,
+            "cache_hits": self.cache_hits,
             "iterations": self.iterations,
             "stopped_because": self.stopped_because,
             "seed": self.seed,
@@ -171,11 +174,12 @@ impl Summary<'_> {
         let accepted = self.proposals.iter().filter(|p| p.accepted).count();
         let _ = writeln!(
             out,
-            "  {} proposals, {} accepted; rollouts {}/{}, reflection calls {}/{}",
+            "  {} proposals, {} accepted; rollouts {}/{} ({} more from the cache), reflection calls {}/{}",
             self.proposals.len(),
             accepted,
             self.budget.rollouts_used,
             self.budget.max_rollouts,
+            self.cache_hits,
             self.budget.reflection_calls_used,
             self.budget.max_reflection_calls
         );
