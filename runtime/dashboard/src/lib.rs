@@ -8,7 +8,8 @@
 //! The files live in `site/`: `js/app.js` routes `#/view` to one module of `js/views/`;
 //! `api.js` (requests under a base, token), `run-data.js` (rollouts joined with their outcomes,
 //! comparisons), `runs-data.js` (the kept runs `agl-host dashboard` lists),
-//! `span-tree.js`, `line-diff.js` and `chart.js` are shared; `js/test/` holds their unit tests
+//! `gepa-data.js` (a GEPA run's candidate tree and per-task front), `span-tree.js`, `line-diff.js`
+//! and `chart.js` are shared; `js/test/` holds their unit tests
 //! (`node --test`, run by this crate's tests; not embedded).
 
 /// Declares the embedded files: each path under `site/`, with its bytes.
@@ -27,11 +28,13 @@ site![
     "js/api.js",
     "js/chart.js",
     "js/dom.js",
+    "js/gepa-data.js",
     "js/line-diff.js",
     "js/router.js",
     "js/run-data.js",
     "js/runs-data.js",
     "js/span-tree.js",
+    "js/views/candidates.js",
     "js/views/compare.js",
     "js/views/compare-runs.js",
     "js/views/resources.js",

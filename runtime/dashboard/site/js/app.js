@@ -8,17 +8,19 @@ import { takeTokenFromFragment, optional, pageBase, ROOT, hasToken, setToken } f
 import { h } from "./dom.js";
 import { parseRoute } from "./router.js";
 import { runIdOfBase } from "./runs-data.js";
+import { isGepaRecord } from "./gepa-data.js";
 import * as run from "./views/run.js";
 import * as rollouts from "./views/rollouts.js";
 import * as rollout from "./views/rollout.js";
 import * as resources from "./views/resources.js";
 import * as compare from "./views/compare.js";
+import * as candidates from "./views/candidates.js";
 import * as workers from "./views/workers.js";
 import * as runs from "./views/runs.js";
 import * as compareRuns from "./views/compare-runs.js";
 
 const POLL_MS = 1500;
-const RUN_VIEWS = { "": run, rollouts, rollout, resources, compare, workers };
+const RUN_VIEWS = { "": run, rollouts, rollout, resources, compare, candidates, workers };
 /** At the root of a server of kept runs: the list of runs, and two compared. */
 const RUNS_VIEWS = { "": runs, runs, "compare-runs": compareRuns };
 
@@ -26,11 +28,17 @@ let timers = [];
 /** `null` until known; then whether the server lists kept runs, and this page's run. */
 let mode = null;
 
-/** Whether the server lists kept runs (`GET /v1/agl-host/runs` answers), and which run this page is. */
+/**
+ * Whether the server lists kept runs (`GET /v1/agl-host/runs` answers), which run this page is,
+ * and whether that run is a GEPA run's (the Candidates view joins the navigation).
+ */
 async function findMode() {
   const listed = await optional("/v1/agl-host/runs", {}, ROOT).catch(() => null);
   const runId = runIdOfBase(pageBase());
-  return { kept: Array.isArray(listed), atRoot: runId === null, runId };
+  const kept = Array.isArray(listed);
+  const atRoot = runId === null;
+  const record = kept && atRoot ? null : await optional("/v1/agl-host/run").catch(() => null);
+  return { kept, atRoot, runId, gepa: isGepaRecord(record) };
 }
 
 /** Shows the links of this mode: a run's views, and the Runs / Compare runs links of a server of runs. */
@@ -38,7 +46,7 @@ function layoutNav() {
   const runsRoot = mode.kept && mode.atRoot;
   for (const link of document.querySelectorAll("#nav a")) {
     const forRuns = link.dataset.view === "runs" || link.dataset.view === "compare-runs";
-    link.hidden = forRuns ? !mode.kept : runsRoot;
+    link.hidden = forRuns ? !mode.kept : runsRoot || (link.dataset.view === "candidates" && !mode.gepa);
   }
   if (mode.kept && !mode.atRoot) {
     // Inside a run: back to the list, or this run compared with another.

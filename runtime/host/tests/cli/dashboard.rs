@@ -948,3 +948,199 @@ async fn the_runs_view_lists_both_runs_and_compare_runs_shows_the_flipped_tasks(
     browser.screenshot("compare_runs").await;
     browser.quit().await;
 }
+
+/// A kept GEPA run of examples/gepa-two-prompts (its rules, config and data) whose seed `system`
+/// text carries markup that would run if the page put it in as HTML: every candidate that keeps
+/// the seed's `system` (v0, v1) shows it.
+struct GepaRun {
+    db: PathBuf,
+    results: Value,
+}
+
+/// Appended to the seed's `system` prompt: each would add "PWNED" to the page if it ran.
+const HOSTILE: &str =
+    r#" <script>document.body.append('PW'+'NED')</script><img src=x onerror="document.body.append('PW'+'NED')">"#;
+
+fn gepa_run() -> &'static GepaRun {
+    static RUN: OnceLock<GepaRun> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = scratch("agl-dashboard", "gepa");
+        let example = repo().join("examples/gepa-two-prompts");
+        let mut seed: Value = serde_json::from_str(
+            &std::fs::read_to_string(example.join("seed-resources.json")).expect("seed resources"),
+        )
+        .expect("JSON");
+        let system = seed["system"]["template"].as_str().expect("system").to_owned();
+        seed["system"]["template"] = format!("{system}{HOSTILE}").into();
+        let resources = dir.join("seed-resources.json");
+        std::fs::write(&resources, seed.to_string()).expect("resources written");
+        let (db, out) = (dir.join("gepa.db"), dir.join("results.json"));
+        let mut args: Vec<std::ffi::OsString> = vec!["run".into(), "--algo".into(), "gepa".into()];
+        args = agents::with_files(
+            args,
+            &example,
+            &[
+                ("--agent", "."),
+                ("--train", "data/train.jsonl"),
+                ("--val", "data/val.jsonl"),
+                ("--llm-script", "rules.json"),
+                ("--algo-config", "gepa-config.json"),
+            ],
+        );
+        args.extend([
+            "--resources".into(),
+            resources.into(),
+            "--output".into(),
+            out.clone().into(),
+            "--db".into(),
+            format!("sqlite:{}", db.display()).into(),
+        ]);
+        let output = agl_host(&args);
+        assert!(output.status.success(), "{}", text(&output));
+        GepaRun {
+            db,
+            results: read_results(&out),
+        }
+    })
+}
+
+#[agl_testkit::needs(chromium)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gepa_runs_candidate_tree_and_per_task_front_are_drawn_and_its_texts_stay_text() {
+    let browser = Browser::start("dashboard_gepa").await;
+    let run = tokio::task::spawn_blocking(gepa_run).await.expect("the run");
+    let summary = &run.results["algorithm_summary"];
+    let candidates = summary["candidates"].as_array().expect("candidates");
+    let ids: Vec<&str> = candidates
+        .iter()
+        .map(|c| c["resources_id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["v0", "v1", "v2", "v3"], "{summary:#}");
+    let db = run.db.display().to_string();
+    let server = tokio::task::spawn_blocking(move || {
+        ServerProcess::agl_host_printing(&["dashboard", db.as_str(), "--port", "0"], LISTENING)
+    })
+    .await
+    .expect("served");
+    let base = base(&server).to_owned();
+
+    // The run view links to the candidates; the navigation shows them for a GEPA run.
+    browser.open(&format!("{base}/#/")).await;
+    browser.wait_for_text_in("[data-view=run] h1", "completed").await;
+    browser.wait_for_text_in("[data-gepa]", "4 candidate(s)").await;
+    browser.wait_for("#nav a[data-view=candidates]:not([hidden])").await;
+    browser.click("[data-gepa] a").await;
+
+    // The tree: v0..v3, each with its origin and mean val score; the merge under both parents.
+    browser.wait_for("[data-view=candidates] svg[data-tree]").await;
+    for candidate in candidates {
+        let id = candidate["resources_id"].as_str().expect("id");
+        let node = format!("[data-tree] [data-node={id}]");
+        let mean = format!("{:.4}", candidate["val_score"].as_f64().expect("mean"));
+        browser.wait_for_text_in(&format!("{node} [data-score]"), &mean).await;
+        let kind = candidate["origin"]["kind"].as_str().expect("kind");
+        browser.wait_for(&format!("{node}[data-origin={kind}]")).await;
+    }
+    for (node, origin) in [
+        ("v0", "seed"),
+        ("v1", "mutation of format"),
+        ("v2", "mutation of system"),
+        ("v3", "merge over v0"),
+    ] {
+        browser
+            .wait_for_text_in(&format!("[data-node={node}] [data-origin-label]"), origin)
+            .await;
+    }
+    for edge in ["v0>v1", "v0>v2", "v1>v3", "v2>v3"] {
+        browser.wait_for(&format!("[data-tree] path[data-edge='{edge}']")).await;
+    }
+    browser.wait_for_text_in("[data-node=v3]", "★").await;
+    assert_eq!(candidates[3]["parents"], serde_json::json!(["v1", "v2"]), "{summary:#}");
+
+    // The front: per val task, ★ on exactly the candidates the results put on it.
+    let front = summary["pareto_front"].as_array().expect("front");
+    assert_eq!(front.len(), 6, "{summary:#}");
+    for entry in front {
+        let task = entry["val_task"].as_u64().expect("task");
+        let best: Vec<&str> = entry["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let set = browser
+            .text(&format!("[data-table=front] tr[data-task='{task}'] [data-front-set]"))
+            .await;
+        assert_eq!(set, best.join(", "), "task {task}");
+        for id in &ids {
+            let cell = browser
+                .text(&format!(
+                    "[data-table=front] tr[data-task='{task}'] td[data-candidate={id}]"
+                ))
+                .await;
+            assert_eq!(cell.contains('★'), best.contains(id), "task {task}, {id}: {cell:?}");
+        }
+    }
+    // The example's front: the format fix alone on the stray-number tasks (0, 3), the seed with
+    // the unit fix on the two it converts (2, 5), the merge on every task.
+    for (task, set) in [(0, "v1, v3"), (2, "v0, v2, v3")] {
+        let shown = browser
+            .text(&format!("[data-table=front] tr[data-task='{task}'] [data-front-set]"))
+            .await;
+        assert_eq!(shown, set, "task {task}");
+    }
+    assert_eq!(
+        browser.text("[data-table=front] tfoot td[data-candidate=v3]").await,
+        "6 task(s)"
+    );
+    // The val tasks' inputs, from the seed's val rollouts.
+    browser
+        .wait_for_text_in("[data-table=front] tr[data-task='0']", "96 cookies")
+        .await;
+
+    // The candidates' texts: the seed's markup shown as text, never run.
+    browser
+        .click("[data-table=candidates] tr[data-candidate=v0] details[data-component=system] summary")
+        .await;
+    browser
+        .wait_for_text_in(
+            "[data-table=candidates] tr[data-candidate=v0] [data-component=system] pre",
+            "<script>document.body.append('PW'+'NED')</script>",
+        )
+        .await;
+    browser
+        .wait_for_text_in(
+            "[data-table=candidates] tr[data-candidate=v1] [data-component=system] summary",
+            "<script>",
+        )
+        .await;
+    browser.screenshot("candidates").await;
+    assert!(!browser.page_text().await.contains("PWNED"), "the seed's markup ran");
+
+    // A node leads to its texts against its first parent's (the Resources diff).
+    browser.click("[data-tree] [data-node=v1]").await;
+    browser.wait_for("[data-diff=format] .line.added").await;
+    assert_eq!(
+        browser.text("[data-diff=format] .line.added").await,
+        "Give the final answer as a number alone on the last line."
+    );
+    assert!(!browser.page_text().await.contains("PWNED"), "the seed's markup ran");
+    browser.quit().await;
+}
+
+#[agl_testkit::needs(chromium)]
+#[tokio::test(flavor = "multi_thread")]
+async fn an_apo_run_has_no_candidates_view_in_its_navigation() {
+    let browser = Browser::start("dashboard_no_candidates").await;
+    tokio::task::spawn_blocking(kept_run).await.expect("the run");
+    let server = tokio::task::spawn_blocking(|| serve(&[])).await.expect("served");
+    let base = base(&server).to_owned();
+    browser.open(&format!("{base}/#/")).await;
+    browser.wait_for_text_in("[data-view=run] h1", "completed").await;
+    browser.wait_for("#nav a[data-view=candidates][hidden]").await;
+    browser.open(&format!("{base}/#/candidates")).await;
+    browser
+        .wait_for_text_in("[data-view=candidates] [data-empty]", "keeps no candidate tree")
+        .await;
+    browser.quit().await;
+}

@@ -78,3 +78,50 @@ test("the workers view shows no null", async () => {
   const root = await render(context);
   assert.ok(!root.textContent.includes("null"), root.textContent);
 });
+
+test("the candidates view draws a GEPA run's tree and front, its texts as text", async () => {
+  const hostile = "<script>alert(1)</script>";
+  answers["/v1/agl-host/run"] = {
+    run_id: "run-1", algorithm: "gepa", status: "completed",
+    results: {
+      best: { resources_id: "v1", score: 1 },
+      algorithm_summary: {
+        best: { resources_id: "v1", score: 1 },
+        seed_candidate: { resources_id: "v0", score: 0.5 },
+        candidates: [
+          { index: 0, resources_id: "v0", parents: [], origin: { kind: "seed" }, iteration: 0, components: { system: hostile }, val_score: 0.5, val_scores: [1, 0] },
+          { index: 1, resources_id: "v1", parents: ["v0"], origin: { kind: "mutation", component: "system" }, iteration: 1, components: { system: "better" }, val_score: 1, val_scores: [1, 1] },
+        ],
+        pareto_front: [{ val_task: 0, score: 1, candidates: ["v0", "v1"] }, { val_task: 1, score: 1, candidates: ["v1"] }],
+        proposals: [{ iteration: 1, kind: "mutation", parents: ["v0"], component: "system", split: "train", minibatch: [0], parent_scores: [[0]], scores: [1], resources_id: "v1", accepted: true, val_score: 1 }],
+      },
+    },
+  };
+  const { render } = await import("../views/candidates.js");
+  const root = await render(context);
+  const text = root.textContent;
+  assert.ok(text.includes("mutation of system") && text.includes("v1 ★ best"), text);
+  assert.ok(text.includes(hostile), "the component text is shown as it is");
+  assert.ok(!text.includes("null") && !text.includes("undefined"), text);
+  const find = (node, pred) => {
+    if (pred(node)) return node;
+    for (const child of node.children ?? []) {
+      const found = find(child, pred);
+      if (found) return found;
+    }
+    return null;
+  };
+  const pre = find(root, (n) => n.tag === "pre" && n.textContent === hostile);
+  assert.ok(pre && pre.children.every((c) => c instanceof FakeText), "a text node, not markup");
+  assert.ok(find(root, (n) => n.attributes?.["data-edge"] === "v0>v1"));
+  assert.ok(find(root, (n) => n.attributes?.["data-node"] === "v1"));
+  delete answers["/v1/agl-host/run"];
+});
+
+test("the candidates view of a run that is not GEPA's says so", async () => {
+  answers["/v1/agl-host/run"] = { run_id: "run-1", algorithm: "apo", status: "completed", results: { algorithm_summary: { history: [] } } };
+  const { render } = await import("../views/candidates.js");
+  const root = await render(context);
+  assert.ok(root.textContent.includes("keeps no candidate tree"), root.textContent);
+  delete answers["/v1/agl-host/run"];
+});

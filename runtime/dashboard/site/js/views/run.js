@@ -4,6 +4,7 @@
 import { loadRun, countByStatus, countedReward, meanByMode, meanByVersion, taskRows, isFinished } from "../run-data.js";
 import { h, fill, card, score, duration, time, status } from "../dom.js";
 import { lineChart, barChart } from "../chart.js";
+import { gepaSummary } from "../gepa-data.js";
 
 export async function render(context) {
   const root = h("section", { "data-view": "run" });
@@ -25,6 +26,7 @@ function content({ record, statistics, rows }) {
   const started = record?.started_at ?? Math.min(...tasks.map((r) => r.rollout.start_time));
   const ended = record?.finished_at ?? (record?.status === "running" ? Date.now() / 1000 : null);
   const best = results?.best ?? null;
+  const gepa = gepaSummary(record);
   return [
     h("h1", {}, record ? record.run_id : "Store", " ", record ? status(record.status) : null),
     record ? h("p", { class: "muted" }, `agent ${record.agent} · algorithm ${record.algorithm} · started ${time(record.started_at)}`) : null,
@@ -37,6 +39,8 @@ function content({ record, statistics, rows }) {
       card("spans", String(statistics.total_spans), "spans"),
     ),
     best?.resources_id ? h("p", {}, "Best resources: ", h("a", { href: `#/resources?b=${encodeURIComponent(best.resources_id)}` }, best.resources_id)) : null,
+    gepa ? h("p", { "data-gepa": "" }, `GEPA: ${gepa.candidates.length} candidate(s), ${gepa.pareto_front?.length ?? 0} val task(s) on the front: `,
+      h("a", { href: "#/candidates" }, "the candidate tree and per-task front →")) : null,
     h("div", { class: "row" },
       h("div", { class: "chart" }, h("h2", {}, "Reward over time"), rewardOverTime(tasks, started)),
       h("div", { class: "chart" }, h("h2", {}, "Mean reward per resources version"), rewardPerVersion(tasks)),
