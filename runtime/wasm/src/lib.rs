@@ -26,6 +26,7 @@ mod engine;
 mod error;
 pub mod failure;
 mod loaded;
+mod older;
 pub mod pool;
 /// The sandbox policy (its own crate, `agl-policy`, so that parsing it needs no wasmtime).
 pub use agl_policy as policy;
