@@ -97,6 +97,14 @@ class Services:
     def __init__(self, out: Path, agl_host: str, runners: int):
         self.procs: list[subprocess.Popen] = []
         self.out = out
+        try:
+            self._start(agl_host, runners)
+        except BaseException:
+            self.close()  # what started before the failure does not outlive it
+            raise
+
+    def _start(self, agl_host: str, runners: int) -> None:
+        out = self.out
         py = sys.executable
         self.server_port, self.store_port, self.agent_port = free_port(), free_port(), free_port()
         self.token = secrets.token_hex(16)
