@@ -1,18 +1,18 @@
 //! The f-string prompt formatter (`agl-template`: the host's `resources.format-prompt`, the SDK's
-//! inline prompts, APO's edit check), and APO's own template text helpers
-//! (`plugins/apo/src/template.rs`, compiled here from its source: a guest crate, not a
+//! inline prompts, APO's edit check), and the prompt-text helpers APO and GEPA share
+//! (`sdk/rust-algorithm/src/prompt_text.rs`, compiled here from its source: a guest crate, not a
 //! dependency). Input: a template, then after a NUL byte `name=value` lines.
 //!
 //! Invariants: no panic; `format` agrees with a small reference model written here (same
 //! success, same output); a parsed template, written back with its braces doubled, parses to the
-//! same pieces; `format` succeeds exactly when every placeholder has a value; APO's `fill`,
-//! `edit_problem` and `extract_edited` never panic.
+//! same pieces; `format` succeeds exactly when every placeholder has a value; `fill`,
+//! `edit_problem`, `extract_edited` and `extract_fenced` never panic.
 
 #![no_main]
 
 #[allow(dead_code)]
-#[path = "../../../plugins/apo/src/template.rs"]
-mod apo_template;
+#[path = "../../../sdk/rust-algorithm/src/prompt_text.rs"]
+mod prompt_text;
 
 use agl_fuzz::fields;
 use agl_template::{Piece, TemplateError, format, parse, placeholders};
@@ -134,8 +134,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let _ = apo_template::fill(template, &pairs);
-    let _ = apo_template::edit_problem(template, parts.get(1).map_or("", String::as_str));
-    let _ = apo_template::lacks_markers(template, &["question", "prompt_template"]);
-    let _ = apo_template::extract_edited(template);
+    let _ = prompt_text::fill(template, &pairs);
+    let _ = prompt_text::edit_problem(template, parts.get(1).map_or("", String::as_str));
+    let _ = prompt_text::lacks_markers(template, &["question", "prompt_template"]);
+    let _ = prompt_text::extract_edited(template);
+    let _ = prompt_text::extract_fenced(template);
 });

@@ -90,7 +90,8 @@ pub fn extract_fenced(reply: &str) -> Option<String> {
         }
     };
     let text = match (reply.find(FENCE), reply.rfind(FENCE)) {
-        (Some(first), Some(last)) if last > first => skip_tag(&reply[first + FENCE.len()..last]),
+        // Two fences that do not overlap (in "`````" the last one starts inside the first).
+        (Some(first), Some(last)) if last >= first + FENCE.len() => skip_tag(&reply[first + FENCE.len()..last]),
         (Some(only), _) => {
             let trimmed = reply.trim();
             if let Some(after) = trimmed.strip_prefix(FENCE) {
@@ -111,6 +112,15 @@ pub fn extract_fenced(reply: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_fences_are_one_fence_not_a_panic() {
+        // Found by the `template` fuzz target: five backticks hold a "first" and a "last" fence
+        // that overlap.
+        assert_eq!(extract_fenced("`````\u{FFFD}").as_deref(), Some("``\u{FFFD}"));
+        assert_eq!(extract_fenced("````"), Some("`".to_owned()));
+        assert_eq!(extract_fenced("```"), None);
+    }
 
     #[test]
     fn a_dropped_placeholder_or_a_broken_template_is_a_problem() {
