@@ -5,6 +5,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use crate::agents;
 use agents::*;
@@ -177,48 +178,19 @@ fn a_run_killed_half_way_resumes_to_the_result_of_an_uninterrupted_run() {
     // The same run, killed (SIGKILL) while it validates the seed prompt.
     let dir = scratch("agl-kept", "resume-killed");
     let out = dir.join("results.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .current_dir(&dir)
-        .env("AGL_CACHE_DIR", cache_dir())
-        .env_remove("AGL_DB")
-        .args(apo_over_http(&llm, &out))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("agl-host starts");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut seen = String::new();
-    let mut run_id = None;
-    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
-        let line = line.expect("stderr line");
-        seen.push_str(&line);
-        seen.push('\n');
-        if let Some(rest) = line.strip_prefix("run ") {
-            run_id = rest.split(' ').next().map(str::to_owned);
-        }
-        if line.contains("apo: optimising") {
-            break;
-        }
-    }
     // A little into the seed prompt's validation: rollouts are running (each waits on the LLM).
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    let run_id = run_id.unwrap_or_else(|| panic!("no run id printed:\n{seen}"));
+    let (run_id, seen) = kill_at(
+        &dir,
+        &apo_over_http(&llm, &out),
+        "apo: optimising",
+        Duration::from_millis(400),
+    );
     assert!(!out.exists(), "killed before the end: {seen}");
 
     // Resumed from elsewhere, with nothing but the run: its own flags and directory are used.
     let elsewhere = scratch("agl-kept", "resume-elsewhere");
     let db = dir.join(".agl/runs").join(format!("{run_id}.db"));
-    let resumed = agl_host_in(&elsewhere, &["run".as_ref(), "--resume".as_ref(), db.as_os_str()]);
-    assert!(resumed.status.success(), "{}", text(&resumed));
-    let stderr = String::from_utf8_lossy(&resumed.stderr);
-    assert!(stderr.contains(&format!("resuming run {run_id}:")), "{stderr}");
-    let stdout = String::from_utf8_lossy(&resumed.stdout);
-    assert!(
-        stdout.contains("resumed: ") && !stdout.contains("resumed: 0 rollout"),
-        "{stdout}"
-    );
+    let (stderr, stdout) = resume(&elsewhere, &db, &run_id);
     eprintln!("killed after:\n{seen}\nresumed:\n{stderr}\n{stdout}");
     let results = read_results(&out);
     assert_eq!(results["run_id"], run_id.as_str());
@@ -278,11 +250,37 @@ fn a_gepa_run_killed_half_way_resumes_to_the_result_of_an_uninterrupted_run() {
     // second mutation and the merge are still to come.
     let dir = scratch("agl-kept", "gepa-killed");
     let out = dir.join("results.json");
+    let (run_id, seen) = kill_at(
+        &dir,
+        &crate::gepa::two_prompts_args(&out, &llm),
+        "gepa: iteration 1:",
+        Duration::ZERO,
+    );
+    assert!(!out.exists(), "killed before the end: {seen}");
+    assert!(
+        seen.contains("iteration 1: v1"),
+        "killed after the first mutation: {seen}"
+    );
+    assert!(!seen.contains("merge"), "killed before the merge: {seen}");
+
+    // Resumed from elsewhere, with nothing but the run.
+    let elsewhere = scratch("agl-kept", "gepa-elsewhere");
+    let db = dir.join(".agl/runs").join(format!("{run_id}.db"));
+    resume(&elsewhere, &db, &run_id);
+    let results = read_results(&out);
+    assert_eq!(results["run_id"], run_id.as_str());
+    assert_eq!(gepa_outcome(&results), expected, "resumed: {results:#}");
+    drop(server);
+}
+
+/// Starts `agl-host ARGS` in `dir`, reads its stderr until a line holds `marker`, waits `settle`,
+/// then kills it (SIGKILL): the run's id and the stderr seen.
+fn kill_at(dir: &Path, args: &[std::ffi::OsString], marker: &str, settle: Duration) -> (String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_agl-host"))
-        .current_dir(&dir)
+        .current_dir(dir)
         .env("AGL_CACHE_DIR", cache_dir())
         .env_remove("AGL_DB")
-        .args(crate::gepa::two_prompts_args(&out, &llm))
+        .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -297,34 +295,28 @@ fn a_gepa_run_killed_half_way_resumes_to_the_result_of_an_uninterrupted_run() {
         if let Some(rest) = line.strip_prefix("run ") {
             run_id = rest.split(' ').next().map(str::to_owned);
         }
-        if line.contains("gepa: iteration 1:") {
+        if line.contains(marker) {
             break;
         }
     }
+    std::thread::sleep(settle);
     child.kill().expect("SIGKILL");
     let _ = child.wait();
     let run_id = run_id.unwrap_or_else(|| panic!("no run id printed:\n{seen}"));
-    assert!(!out.exists(), "killed before the end: {seen}");
-    assert!(
-        seen.contains("iteration 1: v1"),
-        "killed after the first mutation: {seen}"
-    );
-    assert!(!seen.contains("merge"), "killed before the merge: {seen}");
+    (run_id, seen)
+}
 
-    // Resumed from elsewhere, with nothing but the run.
-    let elsewhere = scratch("agl-kept", "gepa-elsewhere");
-    let db = dir.join(".agl/runs").join(format!("{run_id}.db"));
-    let resumed = agl_host_in(&elsewhere, &["run".as_ref(), "--resume".as_ref(), db.as_os_str()]);
+/// `agl-host run --resume DB` from `elsewhere`, which must resume `run_id` with rollouts still to
+/// run: its stderr and stdout.
+fn resume(elsewhere: &Path, db: &Path, run_id: &str) -> (String, String) {
+    let resumed = agl_host_in(elsewhere, &["run".as_ref(), "--resume".as_ref(), db.as_os_str()]);
     assert!(resumed.status.success(), "{}", text(&resumed));
-    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    let stderr = String::from_utf8_lossy(&resumed.stderr).into_owned();
     assert!(stderr.contains(&format!("resuming run {run_id}:")), "{stderr}");
-    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    let stdout = String::from_utf8_lossy(&resumed.stdout).into_owned();
     assert!(
         stdout.contains("resumed: ") && !stdout.contains("resumed: 0 rollout"),
         "{stdout}"
     );
-    let results = read_results(&out);
-    assert_eq!(results["run_id"], run_id.as_str());
-    assert_eq!(gepa_outcome(&results), expected, "resumed: {results:#}");
-    drop(server);
+    (stderr, stdout)
 }
