@@ -109,6 +109,24 @@ pub fn reasons(results: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Every one of `expected` is part of some failure reason of `results`, and the reason of the
+/// huge error (`EEEE...`) is bounded by the host to fewer than `huge_below` bytes.
+pub fn assert_failures_say(results: &Value, expected: &[&str], huge_below: usize) {
+    let reasons = reasons(results);
+    for needle in expected {
+        assert!(
+            reasons.iter().any(|r| r.contains(needle)),
+            "no failure says {needle:?}: {reasons:#?}"
+        );
+    }
+    let huge = reasons.iter().find(|r| r.contains("EEEE")).expect("huge error");
+    assert!(
+        huge.len() < huge_below,
+        "the host bounds a huge reason: {} bytes",
+        huge.len()
+    );
+}
+
 /// `flag file` pairs, each file under `base`, appended to `args`.
 pub fn with_files(mut args: Vec<OsString>, base: &Path, files: &[(&str, &str)]) -> Vec<OsString> {
     for (flag, file) in files {

@@ -181,26 +181,20 @@ fn hostile_python_actions_end_as_failed_or_denied_attempts_and_the_host_keeps_se
         Some(4.75 / 10.0),
         "{results:#}"
     );
-    let reasons = reasons(&results);
-    let has = |needle: &str| reasons.iter().any(|r| r.contains(needle));
-    for expected in [
-        "deadline of 3s exceeded",
-        "memory limit of",
-        // Python's own recursion limit: an exception, reported like any other.
-        "agent error: RecursionError: maximum recursion depth exceeded",
-        // A raised exception fails the attempt with its type and message.
-        "agent error: RuntimeError: probe: panic on purpose",
-        "agent error: task does not match probe-py's actions",
-        "agent error: EEEE",
-        "agent error: LLM call refused: model `not-allowed-model` is not allowed for this agent",
-    ] {
-        assert!(has(expected), "no failure says {expected:?}: {reasons:#?}");
-    }
-    let huge = reasons.iter().find(|r| r.contains("EEEE")).expect("huge error");
-    assert!(
-        huge.len() < 100_000,
-        "the host bounds a huge error: {} bytes",
-        huge.len()
+    assert_failures_say(
+        &results,
+        &[
+            "deadline of 3s exceeded",
+            "memory limit of",
+            // Python's own recursion limit: an exception, reported like any other.
+            "agent error: RecursionError: maximum recursion depth exceeded",
+            // A raised exception fails the attempt with its type and message.
+            "agent error: RuntimeError: probe: panic on purpose",
+            "agent error: task does not match probe-py's actions",
+            "agent error: EEEE",
+            "agent error: LLM call refused: model `not-allowed-model` is not allowed for this agent",
+        ],
+        100_000,
     );
 }
 
