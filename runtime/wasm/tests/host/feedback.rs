@@ -20,6 +20,18 @@ fn last_annotation(ran: &Ran) -> serde_json::Map<String, Value> {
     last.attributes.clone()
 }
 
+/// `task` run on `agent` against the echo LLM, which must succeed.
+async fn run_succeeded(agent: &AgentComponent, task: Value) -> Ran {
+    let ran = run(agent, task, echo_llm(), None).await;
+    assert_eq!(
+        ran.outcome.status,
+        AttemptStatus::Succeeded,
+        "{:?}",
+        ran.outcome.failure
+    );
+    ran
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn feedback_lands_on_the_final_reward_span_in_order_and_as_data() {
     let agent = probe();
@@ -27,19 +39,7 @@ async fn feedback_lands_on_the_final_reward_span_in_order_and_as_data() {
         "expected 27, got 2.7: units",
         "\u{1b}[2J\r\0 a terminal escape, kept as data",
     ];
-    let ran = run(
-        &agent,
-        json!({"do": "feedback", "texts": texts, "reward": 0.5}),
-        echo_llm(),
-        None,
-    )
-    .await;
-    assert_eq!(
-        ran.outcome.status,
-        AttemptStatus::Succeeded,
-        "{:?}",
-        ran.outcome.failure
-    );
+    let ran = run_succeeded(&agent, json!({"do": "feedback", "texts": texts, "reward": 0.5})).await;
     assert_eq!(ran.outcome.reward, Some(0.5));
     let attributes = last_annotation(&ran);
     assert_eq!(attributes[c::REWARD_0_VALUE], 0.5);
@@ -54,19 +54,11 @@ async fn oversized_feedback_is_cut_on_a_char_boundary_and_counted_never_failing_
     let agent = probe();
     // 6000 bytes of 'é' (2 bytes each) three times: 18000 bytes, past the 16 KiB bound.
     let big = "é".repeat(3000);
-    let ran = run(
+    let ran = run_succeeded(
         &agent,
         json!({"do": "feedback", "texts": [big], "repeat": 2, "reward": 1.0}),
-        echo_llm(),
-        None,
     )
     .await;
-    assert_eq!(
-        ran.outcome.status,
-        AttemptStatus::Succeeded,
-        "{:?}",
-        ran.outcome.failure
-    );
     let attributes = last_annotation(&ran);
     let kept: Vec<&str> = attributes[c::REWARD_FEEDBACK]
         .as_array()
@@ -85,19 +77,11 @@ async fn oversized_feedback_is_cut_on_a_char_boundary_and_counted_never_failing_
     assert_eq!(attributes[c::REWARD_FEEDBACK_DROPPED_BYTES], json!(18_000 - (16 << 10)));
 
     // Many texts: 64 kept, the rest counted.
-    let ran = run(
+    let ran = run_succeeded(
         &agent,
         json!({"do": "feedback", "texts": ["ab"], "repeat": 99, "reward": 1.0}),
-        echo_llm(),
-        None,
     )
     .await;
-    assert_eq!(
-        ran.outcome.status,
-        AttemptStatus::Succeeded,
-        "{:?}",
-        ran.outcome.failure
-    );
     let attributes = last_annotation(&ran);
     assert_eq!(attributes[c::REWARD_FEEDBACK].as_array().map(Vec::len), Some(64));
     assert_eq!(attributes[c::REWARD_FEEDBACK_DROPPED_BYTES], json!(36 * 2));
@@ -132,19 +116,7 @@ async fn a_failed_attempt_keeps_its_feedback_on_a_span_that_is_no_reward() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_view_holds_input_output_reward_feedback_and_transcript() {
     let agent = probe();
-    let ran = run(
-        &agent,
-        json!({"do": "llm_conversation", "messages": 3}),
-        echo_llm(),
-        None,
-    )
-    .await;
-    assert_eq!(
-        ran.outcome.status,
-        AttemptStatus::Succeeded,
-        "{:?}",
-        ran.outcome.failure
-    );
+    let ran = run_succeeded(&agent, json!({"do": "llm_conversation", "messages": 3})).await;
     let input = json!({"do": "llm_conversation", "messages": 3});
     let view = agl_adapter::task_view(input.clone(), &ran.spans);
     assert_eq!(view.input, input);
