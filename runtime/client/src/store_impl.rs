@@ -246,6 +246,24 @@ impl LightningStore for HttpStoreClient {
         self.send(call, route_missing("waits/rollouts")).await
     }
 
+    /// `POST /v1/agl/recordings` (agl-host's own route), given a second more to answer per MiB
+    /// sent; posting the same recording again replaces it with itself, so a retry is safe.
+    async fn add_recording(&self, recording: Recording) -> StoreResult<RecordingStored> {
+        let missing: NotFound = {
+            let (rollout_id, attempt_id) = (recording.rollout_id.clone(), recording.attempt_id.clone());
+            Box::new(move || StoreError::AttemptNotFound { rollout_id, attempt_id })
+        };
+        let mut call = Call::post("recordings".into(), &recording);
+        call.extra_timeout = Duration::from_secs(u64::try_from(recording.content_bytes() >> 20).unwrap_or(u64::MAX));
+        self.send(call, missing).await
+    }
+
+    /// `GET /v1/agl/recordings/{rollout_id}/{attempt_id}`; a 404 is `None`.
+    async fn get_recording(&self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Recording>> {
+        let path = format!("recordings/{}/{}", segment(rollout_id), segment(attempt_id));
+        self.send_optional::<(), (), Recording>(Call::get(path)).await
+    }
+
     async fn statistics(&self) -> StoreResult<Statistics> {
         self.send(Call::get("statistics".into()), route_missing("statistics"))
             .await

@@ -292,3 +292,79 @@ async fn an_oversize_span_is_clipped_to_fit_and_never_lost_with_its_neighbours()
     let ids: Vec<&str> = stored.iter().map(|s| s.span_id.as_str()).collect();
     assert_eq!(ids, ["00000000000000a1", "00000000000000a3"]);
 }
+
+/// A started attempt of `store` and a recording of it: a tape and blobs of `blob_bytes` bytes
+/// in all, one of them JSON text (its quotes escaped on the wire).
+async fn recorded_attempt(store: &InMemoryLightningStore, blob_bytes: usize) -> Recording {
+    let started = store
+        .start_rollout(StartRolloutRequest {
+            rollout: EnqueueRolloutRequest::new(json!({"q": 1})),
+            worker_id: None,
+        })
+        .await
+        .unwrap();
+    let texts = [
+        json!({"choices": [{"message": {"content": "4"}}]}).to_string(),
+        "x".repeat(blob_bytes),
+    ];
+    Recording {
+        rollout_id: started.rollout.rollout_id,
+        attempt_id: started.attempt.attempt_id,
+        tape: json!({"entries": [{"llm": blob_address(&texts[0])}]}).to_string(),
+        blobs: texts.into_iter().map(|text| (blob_address(&text), text)).collect(),
+    }
+}
+
+/// Through the client, a recording is kept and read back whole, also where it is larger than
+/// the server's body limit for other routes; a hostile POST (a blob not under its hash) is a
+/// 400 and keeps nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_goes_through_the_client_and_a_forged_one_is_refused() {
+    let (server, store) = small_server(64 << 10).await;
+    let http = client(&server.url(), None);
+    let recording = recorded_attempt(&store, 256 << 10).await;
+    let (rollout_id, attempt_id) = (recording.rollout_id.clone(), recording.attempt_id.clone());
+    assert_eq!(http.get_recording(&rollout_id, &attempt_id).await.unwrap(), None);
+    let stored = http.add_recording(recording.clone()).await.unwrap();
+    assert_eq!((stored.blobs, stored.new_blobs), (2, 2), "{stored:?}");
+    assert_eq!(stored.tape_bytes, recording.tape.len() as u64);
+    let read = http.get_recording(&rollout_id, &attempt_id).await.unwrap();
+    assert_eq!(read.as_ref(), Some(&recording));
+    let again = http.add_recording(recording.clone()).await.unwrap();
+    assert_eq!((again.new_blobs, again.new_blob_bytes), (0, 0), "{again:?}");
+
+    let mut unknown = recording.clone();
+    unknown.attempt_id = "at-nobody".into();
+    let error = http.add_recording(unknown).await.unwrap_err();
+    assert!(matches!(error, StoreError::AttemptNotFound { .. }), "{error}");
+
+    // A hostile client, not ours: the second attempt's recording with a forged blob.
+    let other = recorded_attempt(&store, 16).await;
+    let mut forged = serde_json::to_value(&other).unwrap();
+    let first_key = other.blobs.keys().next().unwrap().clone();
+    forged["blobs"][&first_key] = json!("not the text this key hashes");
+    let answer = reqwest::Client::new()
+        .post(format!("{}/v1/agl/recordings", server.url()))
+        .json(&forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 400);
+    let detail = answer.text().await.unwrap();
+    assert!(detail.contains("SHA-256"), "{detail}");
+    assert_eq!(
+        store.get_recording(&other.rollout_id, &other.attempt_id).await.unwrap(),
+        None,
+        "nothing of it was kept"
+    );
+    let missing = reqwest::get(format!(
+        "{}/v1/agl/recordings/{}/{}",
+        server.url(),
+        other.rollout_id,
+        other.attempt_id
+    ))
+    .await
+    .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+    server.shutdown().await;
+}

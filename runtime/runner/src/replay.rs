@@ -289,6 +289,14 @@ impl LightningStore for ReplayStore {
         self.inner.wait_for_rollouts(rollout_ids, timeout).await
     }
 
+    async fn add_recording(&self, recording: Recording) -> StoreResult<RecordingStored> {
+        self.inner.add_recording(recording).await
+    }
+
+    async fn get_recording(&self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Recording>> {
+        self.inner.get_recording(rollout_id, attempt_id).await
+    }
+
     async fn statistics(&self) -> StoreResult<Statistics> {
         self.inner.statistics().await
     }

@@ -17,42 +17,46 @@ impl FromRequest<AppState> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let too_large = || {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "request body is larger than the limit of {} bytes",
-                    state.max_body_bytes
-                ),
-            )
-        };
-        // A declared length over the limit is refused before waiting for any of the body.
-        let declared = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().parse::<u64>().ok());
-        if declared.is_some_and(|length| length > state.max_body_bytes as u64) {
-            return Err(too_large());
-        }
-        let read = tokio::time::timeout(state.body_read_timeout, Bytes::from_request(request, state));
-        let Ok(read) = read.await else {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the request body did not arrive within {:.3} s",
-                    state.body_read_timeout.as_secs_f64()
-                ),
-            ));
-        };
-        match read {
-            Ok(bytes) => Ok(Self(bytes)),
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
-            Err(rejection) => Err(ApiError::bad_request(format!(
-                "cannot read the request body: {}",
-                rejection.body_text()
-            ))),
-        }
+        read_body(request, state, state.max_body_bytes).await.map(Self)
+    }
+}
+
+/// The request body, read whole: at most `limit` bytes (413), within `body_read_timeout` (408).
+/// A route with a limit above `max_body_bytes` raises axum's own ([`axum::extract::DefaultBodyLimit`])
+/// to it as well.
+pub(crate) async fn read_body(request: Request, state: &AppState, limit: usize) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body is larger than the limit of {limit} bytes"),
+        )
+    };
+    // A declared length over the limit is refused before waiting for any of the body.
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    let read = tokio::time::timeout(state.body_read_timeout, Bytes::from_request(request, state));
+    let Ok(read) = read.await else {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {:.3} s",
+                state.body_read_timeout.as_secs_f64()
+            ),
+        ));
+    };
+    match read {
+        Ok(bytes) => Ok(bytes),
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
+        Err(rejection) => Err(ApiError::bad_request(format!(
+            "cannot read the request body: {}",
+            rejection.body_text()
+        ))),
     }
 }
 
@@ -64,12 +68,22 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let RawBody(bytes) = RawBody::from_request(request, state).await?;
-        if is_blank(&bytes) {
-            return Err(ApiError::unprocessable("a JSON request body is required"));
-        }
-        parse_json(&bytes).map(Self)
+        json_body(request, state, state.max_body_bytes).await.map(Self)
     }
+}
+
+/// A required JSON body of at most `limit` bytes (see [`read_body`]); a missing, malformed or
+/// mis-shaped one is a 422.
+pub(crate) async fn json_body<T: DeserializeOwned>(
+    request: Request,
+    state: &AppState,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let bytes = read_body(request, state, limit).await?;
+    if is_blank(&bytes) {
+        return Err(ApiError::unprocessable("a JSON request body is required"));
+    }
+    parse_json(&bytes)
 }
 
 /// An optional JSON body: absent, empty or `null` gives `None` (0.3.0's `Body(None)` routes).

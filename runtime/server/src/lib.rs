@@ -45,6 +45,7 @@ pub use options::{
     DEFAULT_PORT, DEFAULT_WRITE_STALL_TIMEOUT, ServerOptions,
 };
 pub use routes::host_routes;
+pub use routes::recordings::MAX_RECORDING_BODY_BYTES;
 pub use server::{SHUTDOWN_GRACE, ServerHandle, serve, serve_router, serve_with};
 pub use site::{Site, is_api_path};
 

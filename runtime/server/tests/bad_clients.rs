@@ -336,6 +336,47 @@ async fn an_oversized_body_is_413_naming_the_limit_declared_or_chunked() {
     server.handle.shutdown().await;
 }
 
+/// `POST /v1/agl/recordings` reads bodies past the server's limit for other routes, up to its own
+/// (a larger one declared is refused before any of it is read), and stays under the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_body_has_its_own_larger_limit_and_needs_the_token() {
+    let (server, id) = server_with(ServerOptions {
+        max_body_bytes: 4096,
+        ..quick_timeouts()
+    })
+    .await;
+    let big = json!({"rollout_id": "ro-nobody", "attempt_id": "at-nobody", "tape": "x".repeat(8192)});
+    let read = server.post("/v1/agl/recordings", &big).await;
+    assert!(
+        read.error(404).contains("ro-nobody"),
+        "read, then judged by the store: {}",
+        read.text
+    );
+    let limit = agl_server::MAX_RECORDING_BODY_BYTES;
+    let mut stream = connect(&server).await;
+    let head = format!(
+        "POST /v1/agl/recordings HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{{",
+        limit + 1
+    );
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    let answer = read_until_closed(&mut stream).await.expect("answered and closed");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains(&format!("limit of {limit} bytes")), "{answer}");
+    assert_intact(&server, &id).await;
+    server.handle.shutdown().await;
+
+    let guarded = TestServer::with_options(ServerOptions {
+        token: Some("s3cret".into()),
+        ..ServerOptions::default()
+    })
+    .await;
+    assert_eq!(guarded.post("/v1/agl/recordings", &big).await.status, 401);
+    assert_eq!(guarded.get("/v1/agl/recordings/ro-1/at-1").await.status, 401);
+    guarded.handle.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_json_is_422_and_malformed_protobuf_is_400_each_with_a_message() {
     let (server, id) = server_with(ServerOptions::default()).await;

@@ -182,6 +182,25 @@ async fn watchdog_tick<B: StorageBackend>(shared: Weak<Shared<B>>, period: Durat
     }
 }
 
+/// Recordings up to this size are checked on the calling task; larger ones (hashing hundreds of
+/// MiB takes a while) on Tokio's blocking threads, where there is a runtime.
+const CHECK_INLINE_BYTES: usize = 1 << 20;
+
+/// The recording, once it has passed [`Recording::check`] (before any transaction: the hashing
+/// holds no lock and, on SQLite, not the writer thread).
+async fn check_recording(recording: Recording) -> StoreResult<Recording> {
+    if recording.content_bytes() > CHECK_INLINE_BYTES
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        return runtime
+            .spawn_blocking(move || recording.check().map(|()| recording))
+            .await
+            .map_err(|e| StoreError::Backend(format!("checking a recording failed: {e}")))?;
+    }
+    recording.check()?;
+    Ok(recording)
+}
+
 fn owned_pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs.iter().map(|(r, a)| ((*r).to_owned(), (*a).to_owned())).collect()
 }
@@ -355,6 +374,18 @@ impl<B: StorageBackend> LightningStore for BackedStore<B> {
         }
         drop(wait);
         self.read(move |tx| tx.finished_rollouts(&ids)).await
+    }
+
+    async fn add_recording(&self, recording: Recording) -> StoreResult<RecordingStored> {
+        let recording = Arc::new(check_recording(recording).await?);
+        self.write(move |tx, now| transitions::add_recording(tx, &recording, now))
+            .await
+    }
+
+    async fn get_recording(&self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Recording>> {
+        let (rollout_id, attempt_id) = (rollout_id.to_owned(), attempt_id.to_owned());
+        self.read(move |tx| reads::recording(tx, &rollout_id, &attempt_id))
+            .await
     }
 
     async fn statistics(&self) -> StoreResult<Statistics> {

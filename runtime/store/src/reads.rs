@@ -3,12 +3,12 @@
 //! the filters, sorting and pagination rules). A backend that can slice the matching rollouts
 //! itself (a database: `LIMIT`/`OFFSET`) is asked for the page only when no sorting is asked.
 
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult};
 use crate::model::*;
 use crate::query_exec::{Page, resources_match, span_matches, worker_matches};
 use crate::rows::{Rows, Window};
 use crate::store::AttemptRef;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 impl<T> Page<T> {
@@ -122,4 +122,26 @@ pub fn query_workers<R: Rows + ?Sized>(rows: &mut R, query: &WorkerQuery) -> Sto
     let all = rows.all_workers()?;
     let (items, total) = page.apply(all.iter().filter(|w| worker_matches(w, query)).collect());
     Ok(page.result(items.into_iter().cloned().collect(), total))
+}
+
+/// The attempt's recording with every blob it refers to, if one was kept.
+pub fn recording<R: Rows + ?Sized>(rows: &mut R, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Recording>> {
+    let Some((tape, addresses)) = rows.recording(rollout_id, attempt_id)? else {
+        return Ok(None);
+    };
+    let mut blobs = BTreeMap::new();
+    for address in addresses {
+        let text = rows.blob(&address)?.ok_or_else(|| {
+            StoreError::Backend(format!(
+                "the recording of attempt {attempt_id} of rollout {rollout_id} refers to blob {address}, which the store does not hold"
+            ))
+        })?;
+        blobs.insert(address, text);
+    }
+    Ok(Some(Recording {
+        rollout_id: rollout_id.to_owned(),
+        attempt_id: attempt_id.to_owned(),
+        tape,
+        blobs,
+    }))
 }

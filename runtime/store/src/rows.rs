@@ -83,6 +83,13 @@ pub trait Rows {
     /// How many entries the queue holds (stale ones included where the backend keeps them).
     fn queue_len(&mut self) -> StoreResult<usize>;
 
+    /// The attempt's recording, its tape and the addresses of its blobs, if one was kept; `None`
+    /// too where the storage predates recordings (a file opened to read only, not migrated).
+    fn recording(&mut self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<(String, Vec<String>)>>;
+
+    /// A recording's blob, its text, if the store holds it.
+    fn blob(&mut self, address: &str) -> StoreResult<Option<String>>;
+
     fn run_record(&mut self) -> StoreResult<Option<RunRecord>>;
     /// Keeps `record` as the run record (a write: only in a write transaction).
     fn save_run_record(&mut self, record: &RunRecord) -> StoreResult<()>;

@@ -1,6 +1,6 @@
 //! The storage primitives a store backend provides: reading and writing rollouts, attempts, the
-//! queue, spans, sequence counters, resources and workers, inside one transaction. They decide
-//! nothing: every status decision is made once, in [`crate::transitions`] (over
+//! queue, spans, sequence counters, resources, workers and recordings, inside one transaction.
+//! They decide nothing: every status decision is made once, in [`crate::transitions`] (over
 //! [`crate::rules`]), which every backend runs over its own [`Storage`] — the in-memory state
 //! under its lock, an SQLite or PostgreSQL transaction.
 //!
@@ -143,6 +143,16 @@ pub trait Storage {
 
     /// Changes the worker with `modify`, creating it (`Worker::new`) first if the store has none.
     fn modify_worker<T>(&mut self, worker_id: &str, modify: impl FnOnce(&mut Worker) -> T) -> StoreResult<T>;
+
+    // ---- recordings --------------------------------------------------------------------------
+
+    /// Stores a recording's blob under its address (the caller has checked it is the text's
+    /// hash) unless the store holds one there; whether it was new.
+    fn insert_blob(&mut self, address: &str, text: &str) -> StoreResult<bool>;
+
+    /// Keeps the attempt's recording, its tape and the addresses of its blobs (stored already),
+    /// replacing one it had. (Reading them back is [`crate::Rows`]'.)
+    fn save_recording(&mut self, rollout_id: &str, attempt_id: &str, tape: &str, blobs: &[String]) -> StoreResult<()>;
 
     // ---- totals -----------------------------------------------------------------------------
 

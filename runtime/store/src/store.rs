@@ -110,6 +110,14 @@ pub trait LightningStore: Send + Sync {
     /// returns the finished ones, in the order asked. Unknown ids are never finished.
     async fn wait_for_rollouts(&self, rollout_ids: &[String], timeout: Option<Duration>) -> StoreResult<Vec<Rollout>>;
 
+    /// Keeps the attempt's recording, replacing one it had. Its blobs are stored once across every
+    /// recording of the store (a blob already held is not written again). Fails when the attempt is
+    /// unknown, when a blob's key is not the SHA-256 of its text, or when it is over the size limits
+    /// ([`Recording::check`]).
+    async fn add_recording(&self, recording: Recording) -> StoreResult<RecordingStored>;
+    /// The attempt's recording with every blob it refers to, if one was kept.
+    async fn get_recording(&self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<Recording>>;
+
     async fn statistics(&self) -> StoreResult<Statistics>;
     fn capabilities(&self) -> Capabilities;
 }

@@ -8,6 +8,7 @@
 
 use crate::error::{StoreError, StoreResult};
 use crate::model::*;
+use crate::rows::Rows;
 use crate::rules;
 use crate::storage::Storage;
 use crate::store::AttemptRef;
@@ -645,4 +646,44 @@ pub fn heartbeat_worker<S: Storage + ?Sized>(
         }
         worker.clone()
     })
+}
+
+// ---- recordings --------------------------------------------------------------------------------
+
+/// Keeps an attempt's recording (checked already: [`Recording::check`]), its blobs once across the
+/// store. The attempt is looked up without a lock (rollouts and attempts are never deleted), so
+/// writing a large recording holds no rollout's row.
+pub fn add_recording<S: Storage + Rows + ?Sized>(
+    storage: &mut S,
+    recording: &Recording,
+    now: f64,
+) -> StoreResult<RecordingStored> {
+    run_watchdog_if_due(storage, now)?;
+    let (rollout_id, attempt_id) = (&recording.rollout_id, &recording.attempt_id);
+    if storage.find_rollout(rollout_id)?.is_none() {
+        return Err(StoreError::RolloutNotFound(rollout_id.clone()));
+    }
+    if storage
+        .attempt_sequence(rollout_id, AttemptRef::Id(attempt_id))?
+        .is_none()
+    {
+        return Err(StoreError::AttemptNotFound {
+            rollout_id: rollout_id.clone(),
+            attempt_id: attempt_id.clone(),
+        });
+    }
+    let mut stored = RecordingStored {
+        tape_bytes: recording.tape.len() as u64,
+        blobs: u32::try_from(recording.blobs.len()).unwrap_or(u32::MAX),
+        ..RecordingStored::default()
+    };
+    for (address, text) in &recording.blobs {
+        if storage.insert_blob(address, text)? {
+            stored.new_blobs += 1;
+            stored.new_blob_bytes += text.len() as u64;
+        }
+    }
+    let addresses: Vec<String> = recording.blobs.keys().cloned().collect();
+    storage.save_recording(rollout_id, attempt_id, &recording.tape, &addresses)?;
+    Ok(stored)
 }

@@ -1,5 +1,5 @@
-//! The route table of the 0.3.0 store API (one module per resource), Agent-lightning 1.0's gateway
-//! API (`gateway/`) and `POST /v1/traces`, the
+//! The route table of the 0.3.0 store API (one module per resource), agl-host's own beside it
+//! (`export`, `recordings`), Agent-lightning 1.0's gateway API (`gateway/`) and `POST /v1/traces`, the
 //! shared state, the JSON 404 / 405 fallbacks and the static site (when one is served) behind them,
 //! and the layers every served router is wrapped in ([`guard`]).
 
@@ -9,6 +9,7 @@ pub(crate) mod gateway;
 mod host;
 mod metrics;
 mod otlp;
+pub(crate) mod recordings;
 mod resources;
 mod rollouts;
 mod spans;
@@ -134,6 +135,11 @@ pub(crate) fn build(
         .route("/v1/agl/spans/next", post(spans::next_sequence_id))
         .route("/v1/agl/waits/rollouts", post(waits::wait_for_rollouts))
         .route("/v1/agl/export/tokens", get(export::tokens))
+        .route(
+            "/v1/agl/recordings",
+            post(recordings::add).layer(DefaultBodyLimit::max(recordings::body_limit(options.max_body_bytes))),
+        )
+        .route("/v1/agl/recordings/{rollout_id}/{attempt_id}", get(recordings::get))
         .route("/v1/traces", post(otlp::traces))
         .route("/metrics", get(metrics::scrape))
         // Agent-lightning 1.0's gateway API, beside 0.3.0's.

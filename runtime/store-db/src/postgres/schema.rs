@@ -13,6 +13,7 @@ use ::postgres::Client;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_store.sql"),
     include_str!("../../migrations/postgres/0002_hot_updates.sql"),
+    include_str!("../../migrations/postgres/0003_recordings.sql"),
 ];
 
 /// The schema version this binary writes.
@@ -22,7 +23,7 @@ pub const VERSION: i64 = MIGRATIONS.len() as i64;
 const MIGRATION_LOCK: i64 = 0x61676c6d69677261;
 
 /// The oldest schema version this binary's queries read as it is (version 2 only dropped an
-/// index and set fill factors).
+/// index and set fill factors; without version 3's tables there are no recordings to read).
 pub const READABLE_FROM: i64 = 1;
 
 /// Whether the database holds a store this binary can read as it is (opened to read only).

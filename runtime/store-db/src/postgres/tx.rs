@@ -799,6 +799,8 @@ impl Storage for PgTx<'_> {
         Ok(out)
     }
 
+    crate::sql::recording_primitives!();
+
     fn counts(&mut self) -> StoreResult<StorageCounts> {
         let row = self
             .row(

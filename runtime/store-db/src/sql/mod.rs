@@ -1,10 +1,11 @@
 //! What the SQL backends share: records kept as their wire JSON ([`to_json`], [`from_json`]),
 //! the arguments a statement binds ([`Arg`]), the few places SQLite's and PostgreSQL's SQL
 //! differ ([`Dialect`]), and the one trait each backend's transaction runs statements through
-//! ([`SqlExec`]), over which [`reads`] writes the store's reads once for both, and [`writes`] the
-//! writes whose statement is the same.
+//! ([`SqlExec`]), over which [`reads`] writes the store's reads once for both, [`writes`] the
+//! writes whose statement is the same, and [`recordings`] both for recordings.
 
 pub(crate) mod reads;
+pub(crate) mod recordings;
 pub(crate) mod writes;
 
 use agl_store::{StoreError, StoreResult};
@@ -152,6 +153,16 @@ macro_rules! sql_rows {
             fn queue_len(&mut self) -> agl_store::StoreResult<usize> {
                 $crate::sql::reads::queue_len(self)
             }
+            fn recording(
+                &mut self,
+                rollout_id: &str,
+                attempt_id: &str,
+            ) -> agl_store::StoreResult<Option<(String, Vec<String>)>> {
+                $crate::sql::recordings::recording(self, rollout_id, attempt_id)
+            }
+            fn blob(&mut self, address: &str) -> agl_store::StoreResult<Option<String>> {
+                $crate::sql::recordings::blob(self, address)
+            }
             fn run_record(&mut self) -> agl_store::StoreResult<Option<agl_store::RunRecord>> {
                 $crate::sql::reads::run_record(self)
             }
@@ -199,3 +210,24 @@ macro_rules! attempt_primitives {
     };
 }
 pub(crate) use attempt_primitives;
+
+/// The recording primitives of `agl_store::Storage`, inside the `impl Storage` of a transaction
+/// type that implements [`SqlExec`]: each the one in [`recordings`].
+macro_rules! recording_primitives {
+    () => {
+        fn insert_blob(&mut self, address: &str, text: &str) -> agl_store::StoreResult<bool> {
+            $crate::sql::recordings::insert_blob(self, address, text)
+        }
+
+        fn save_recording(
+            &mut self,
+            rollout_id: &str,
+            attempt_id: &str,
+            tape: &str,
+            blobs: &[String],
+        ) -> agl_store::StoreResult<()> {
+            $crate::sql::recordings::save_recording(self, rollout_id, attempt_id, tape, blobs)
+        }
+    };
+}
+pub(crate) use recording_primitives;

@@ -7,13 +7,16 @@ use crate::error::DbError;
 use rusqlite::Connection;
 
 /// The migrations, in order: migration `i` (0-based) takes the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_store.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/sqlite/0001_store.sql"),
+    include_str!("../../migrations/sqlite/0002_recordings.sql"),
+];
 
 /// The schema version this binary writes.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The oldest schema version this binary's queries read (opened to read only, nothing is
-/// migrated).
+/// migrated): version 1 has no recordings, which then reads as none.
 pub const READABLE_FROM: i64 = 1;
 
 /// Whether a database at schema version `found` (`PRAGMA user_version`) holds a store this
@@ -68,7 +71,7 @@ mod tests {
                 r.get(0)
             })
             .unwrap();
-        assert_eq!(tables, 7);
+        assert_eq!(tables, 9);
     }
 
     #[test]

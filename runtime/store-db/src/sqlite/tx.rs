@@ -413,6 +413,8 @@ impl Storage for SqliteTx<'_> {
         Ok(out)
     }
 
+    crate::sql::recording_primitives!();
+
     fn counts(&mut self) -> StoreResult<StorageCounts> {
         let count = |table: &str| -> StoreResult<u64> {
             let n: Option<i64> = self.first(&format!("SELECT count(*) FROM {table}"), [], |row| row.get(0))?;

@@ -1,5 +1,5 @@
 //! The store's tests, one binary: the conformance suite (`conformance/`: the status machine,
-//! behaviour, property tests), each test stamped once per backend of the one list
+//! behaviour, recordings, property tests), each test stamped once per backend of the one list
 //! (`agl_testkit::Backend`, by `#[each_backend]`: `…::memory`, `…::sqlite`, `…::postgres`), then
 //! what only one backend shows (`sqlite`, `postgres`).
 //!
@@ -17,6 +17,7 @@ mod common;
 mod conformance {
     mod behaviour;
     mod properties;
+    pub(crate) mod recordings;
     mod transitions;
 }
 

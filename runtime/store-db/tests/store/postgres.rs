@@ -293,6 +293,53 @@ async fn a_version_1_database_is_migrated_with_its_records_kept() {
     assert_eq!(taken.rollout.rollout_id, queued.rollout_id);
 }
 
+/// A database from before recordings (version 2): read only, it has none; opened to write, it
+/// gains the tables and keeps one.
+#[agl_testkit::needs(postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_2_database_gains_recordings() {
+    let server = agl_testkit::postgres::server();
+    let url = server.fresh_database();
+    let store = PostgresLightningStore::open(&url, StoreOptions::default()).unwrap();
+    store
+        .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!("kept")))
+        .await
+        .unwrap();
+    let attempt = store.dequeue_rollout(Some("w")).await.unwrap().expect("queued").attempt;
+    drop(store);
+    server.psql(
+        &url,
+        "DROP TABLE recordings; DROP TABLE recording_blobs; UPDATE agl_schema SET version = 2",
+    );
+    let reader = PostgresLightningStore::open_read_only(&url, StoreOptions::default()).unwrap();
+    let none = reader
+        .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+        .await
+        .unwrap();
+    assert_eq!(none, None);
+    drop(reader);
+    let store = PostgresLightningStore::open(&url, StoreOptions::default()).unwrap();
+    assert_eq!(
+        server.psql(&url, "SELECT version FROM agl_schema").trim(),
+        SCHEMA_VERSION.to_string()
+    );
+    let recording = Recording {
+        rollout_id: attempt.rollout_id.clone(),
+        attempt_id: attempt.attempt_id.clone(),
+        tape: "[]".into(),
+        blobs: ["text".to_owned()]
+            .into_iter()
+            .map(|text| (blob_address(&text), text))
+            .collect(),
+    };
+    store.add_recording(recording.clone()).await.unwrap();
+    let read = store
+        .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+        .await
+        .unwrap();
+    assert_eq!(read, Some(recording));
+}
+
 #[agl_testkit::needs(postgres)]
 #[test]
 fn a_database_with_a_newer_schema_is_refused() {

@@ -164,3 +164,95 @@ fn a_file_that_is_not_a_database_is_one_clear_error() {
     );
     assert!(!err.contains('\n'), "one line: {err}");
 }
+
+/// A started attempt of the store, and a recording of it with two blobs.
+async fn recorded_attempt(store: &SqliteLightningStore) -> (Attempt, Recording) {
+    store
+        .enqueue_rollout(EnqueueRolloutRequest::new(serde_json::json!({"q": 1})))
+        .await
+        .unwrap();
+    let attempt = store.dequeue_rollout(Some("w")).await.unwrap().expect("queued").attempt;
+    let texts = ["a response", "a tool's answer"];
+    let recording = Recording {
+        rollout_id: attempt.rollout_id.clone(),
+        attempt_id: attempt.attempt_id.clone(),
+        tape: r#"{"entries": ["a", "b"]}"#.into(),
+        blobs: texts.iter().map(|t| (blob_address(t), (*t).to_owned())).collect(),
+    };
+    (attempt, recording)
+}
+
+#[tokio::test]
+async fn a_recording_survives_reopening_and_is_read_by_a_read_only_store() {
+    let path = fresh_path();
+    let store = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+    let (attempt, recording) = recorded_attempt(&store).await;
+    store.add_recording(recording.clone()).await.unwrap();
+    drop(store);
+    std::thread::sleep(Duration::from_millis(100));
+    let reopened = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+    let read = reopened
+        .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+        .await
+        .unwrap();
+    assert_eq!(read.as_ref(), Some(&recording));
+    let again = reopened.add_recording(recording.clone()).await.unwrap();
+    assert_eq!(again.new_blobs, 0, "the reopened file still holds the blobs: {again:?}");
+    let reader = SqliteLightningStore::open_read_only(&path, StoreOptions::default()).unwrap();
+    let read = reader
+        .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+        .await
+        .unwrap();
+    assert_eq!(read, Some(recording));
+}
+
+/// A file written before recordings existed (schema version 1): opened to read only it has none
+/// (and is not changed); opened to write it gains the tables and keeps recordings.
+#[tokio::test]
+async fn a_store_file_from_before_recordings_opens_to_read_and_to_write() {
+    let path = fresh_path();
+    let store = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+    let (attempt, recording) = recorded_attempt(&store).await;
+    store.checkpoint().await.unwrap();
+    drop(store);
+    std::thread::sleep(Duration::from_millis(100));
+    // Back to what version 1 left: no recording tables, its version.
+    let old = rusqlite::Connection::open(&path).unwrap();
+    old.execute_batch("DROP TABLE recordings; DROP TABLE recording_blobs; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(old);
+
+    let reader = SqliteLightningStore::open_read_only(&path, StoreOptions::default()).unwrap();
+    assert!(reader.get_rollout_by_id(&attempt.rollout_id).await.unwrap().is_some());
+    let none = reader
+        .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+        .await
+        .unwrap();
+    assert_eq!(none, None);
+    drop(reader);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 1, "reading changed nothing");
+
+    let writer = SqliteLightningStore::open(&path, StoreOptions::default()).unwrap();
+    assert_eq!(
+        writer
+            .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+            .await
+            .unwrap(),
+        None
+    );
+    writer.add_recording(recording.clone()).await.unwrap();
+    let read = writer
+        .get_recording(&attempt.rollout_id, &attempt.attempt_id)
+        .await
+        .unwrap();
+    assert_eq!(read, Some(recording));
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, agl_store_db::sqlite::SCHEMA_VERSION);
+}

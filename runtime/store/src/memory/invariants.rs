@@ -65,6 +65,16 @@ pub(super) fn check(state: &State) -> Result<(), String> {
                 entry.last_span_sequence
             ));
         }
+        for (attempt_id, (_, addresses)) in &entry.recordings {
+            if !entry.attempts.iter().any(|a| a.attempt_id == *attempt_id) {
+                return Err(format!(
+                    "rollout {id} keeps a recording of unknown attempt {attempt_id}"
+                ));
+            }
+            if let Some(missing) = addresses.iter().find(|a| !state.blobs.contains_key(*a)) {
+                return Err(format!("the recording of {attempt_id} of {id} lacks blob {missing}"));
+            }
+        }
         attempts += entry.attempts.len() as u64;
         spans += entry.spans.len() as u64;
     }

@@ -1,6 +1,6 @@
-//! The in-memory store's data: its records, indexes, queue and watchdog agenda, the [`Storage`]
-//! primitives over them (run under the store's one lock by [`crate::transitions`], which makes
-//! every decision), and the [`Rows`] the reads load, taken from the indexes.
+//! The in-memory store's data: its records, indexes, queue, watchdog agenda and recordings, the
+//! [`Storage`] primitives over them (run under the store's one lock by [`crate::transitions`],
+//! which makes every decision), and the [`Rows`] the reads load, taken from the indexes.
 
 use super::watchdog::Agenda;
 use crate::backend::RunRecord;
@@ -35,6 +35,8 @@ pub(crate) struct RolloutEntry {
     pub last_span_sequence: u64,
     /// Whether the queue holds this rollout's slot (possibly stale: dequeue skips non-queuing).
     pub in_queue: bool,
+    /// The recordings kept of its attempts, by attempt id: the tape and its blobs' addresses.
+    pub(crate) recordings: FxHashMap<String, (String, Vec<String>)>,
 }
 
 impl RolloutEntry {
@@ -49,6 +51,7 @@ impl RolloutEntry {
             odd_span_keys: FxHashSet::default(),
             last_span_sequence: 0,
             in_queue: false,
+            recordings: FxHashMap::default(),
         }
     }
 
@@ -102,6 +105,8 @@ pub struct State {
     pub(crate) finished: Vec<String>,
     /// The run record kept.
     run: Option<RunRecord>,
+    /// Every recording's blobs, by address, each once.
+    pub(crate) blobs: FxHashMap<String, String>,
     total_attempts: u64,
     total_spans: u64,
     /// The slot found last: one operation looks its rollout up several times (once per storage
@@ -330,6 +335,24 @@ impl Storage for State {
         Ok(modify(&mut self.workers[index]))
     }
 
+    fn insert_blob(&mut self, address: &str, text: &str) -> StoreResult<bool> {
+        if self.blobs.contains_key(address) {
+            return Ok(false);
+        }
+        self.blobs.insert(address.to_owned(), text.to_owned());
+        Ok(true)
+    }
+
+    fn save_recording(&mut self, rollout_id: &str, attempt_id: &str, tape: &str, blobs: &[String]) -> StoreResult<()> {
+        let entry = self
+            .entry_of(rollout_id)
+            .ok_or_else(|| StoreError::RolloutNotFound(rollout_id.to_owned()))?;
+        entry
+            .recordings
+            .insert(attempt_id.to_owned(), (tape.to_owned(), blobs.to_vec()));
+        Ok(())
+    }
+
     fn counts(&mut self) -> StoreResult<StorageCounts> {
         let [rollouts, attempts, spans, resources, workers] = self.totals();
         Ok(StorageCounts {
@@ -477,6 +500,17 @@ impl Rows for State {
 
     fn queue_len(&mut self) -> StoreResult<usize> {
         Ok(self.queue.len())
+    }
+
+    fn recording(&mut self, rollout_id: &str, attempt_id: &str) -> StoreResult<Option<(String, Vec<String>)>> {
+        Ok(self
+            .slot(rollout_id)
+            .and_then(|slot| self.rollouts[slot as usize].recordings.get(attempt_id))
+            .cloned())
+    }
+
+    fn blob(&mut self, address: &str) -> StoreResult<Option<String>> {
+        Ok(self.blobs.get(address).cloned())
     }
 
     fn run_record(&mut self) -> StoreResult<Option<RunRecord>> {

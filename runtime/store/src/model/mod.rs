@@ -5,6 +5,7 @@ mod attempt;
 mod ids;
 pub(crate) mod keep_extra;
 mod query;
+mod recording;
 mod requests;
 mod resources;
 mod rollout;
@@ -18,6 +19,9 @@ pub use attempt::Attempt;
 pub use ids::{new_attempt_id, new_resources_id, new_rollout_id};
 pub use query::{
     AttemptQuery, FilterLogic, PageParams, Paginated, ResourcesQuery, RolloutQuery, SortOrder, SpanQuery, WorkerQuery,
+};
+pub use recording::{
+    MAX_RECORDING_BLOBS, MAX_RECORDING_BYTES, MAX_TAPE_BYTES, Recording, RecordingStored, blob_address,
 };
 pub use requests::{
     AttemptUpdate, DequeueRequest, EnqueueManyRequest, EnqueueRolloutRequest, ErrorBody, HealthResponse,
