@@ -35,6 +35,18 @@ impl Acceptance {
             Acceptance::ImprovementOrEqual => child_sum >= parent_sum,
         }
     }
+
+    /// Whether a child run on part of the minibatch (`child[i]`: `None` where not run yet) could
+    /// still be accepted: at best it scores `perfect_score` (or its parent's score, if higher) on
+    /// every task not run.
+    pub fn could_accept(self, parent: &[f64], child: &[Option<f64>], perfect_score: f64) -> bool {
+        let best_case: f64 = parent
+            .iter()
+            .zip(child)
+            .map(|(&p, c)| c.unwrap_or(p.max(perfect_score)))
+            .sum();
+        self.accepts(parent.iter().sum(), best_case)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -65,6 +77,11 @@ pub struct Config {
     /// package's `cache_evaluation`, off there by default). A mutation's worst case then counts
     /// only the parent's minibatch tasks not yet run.
     pub cache_evaluation: bool,
+    /// Run a child first on the minibatch tasks its parent fell short of `perfect_score` on, and
+    /// on the tasks the parent solved only when it could still be accepted (there it can at most
+    /// tie, a reward being at most `perfect_score`): a child that gains nothing costs only the
+    /// tasks it had to fix. Turn off for rewards above `perfect_score`.
+    pub early_rejection: bool,
     /// The prompt templates to optimise; `None`: every prompt template of the seed resources.
     pub components: Option<Vec<String>>,
     /// Model of the reflection calls (`None`: the host's default).
@@ -100,6 +117,7 @@ impl Default for Config {
             max_merge_invocations: 5,
             merge_subsample_size: 5,
             cache_evaluation: true,
+            early_rejection: true,
             components: None,
             reflection_model: None,
             reflection_temperature: None,
@@ -205,5 +223,23 @@ mod tests {
         assert!(!Acceptance::StrictImprovement.accepts(2.0, 2.0));
         assert!(Acceptance::ImprovementOrEqual.accepts(2.0, 2.0));
         assert!(!Acceptance::ImprovementOrEqual.accepts(2.0, 1.0));
+    }
+
+    #[test]
+    fn a_child_that_gained_nothing_where_its_parent_failed_cannot_be_accepted() {
+        let parent = [1.0, 0.0, 1.0];
+        // Run only on the task its parent failed: the solved ones can at best tie.
+        let (gained, not_gained) = ([None, Some(1.0), None], [None, Some(0.0), None]);
+        assert!(Acceptance::StrictImprovement.could_accept(&parent, &gained, 1.0));
+        assert!(!Acceptance::StrictImprovement.could_accept(&parent, &not_gained, 1.0));
+        assert!(Acceptance::ImprovementOrEqual.could_accept(&parent, &not_gained, 1.0));
+        // Partial credit: 0.25 -> 0.5 is a gain, 0.25 -> 0.25 is not.
+        let partial = [0.25, 1.0];
+        assert!(Acceptance::StrictImprovement.could_accept(&partial, &[Some(0.5), None], 1.0));
+        assert!(!Acceptance::StrictImprovement.could_accept(&partial, &[Some(0.25), None], 1.0));
+        // A parent above perfect_score there: the child may match it.
+        assert!(Acceptance::ImprovementOrEqual.could_accept(&[2.0, 0.0], &[None, Some(0.0)], 1.0));
+        // Nothing run yet: a parent that solved everything cannot be strictly beaten.
+        assert!(!Acceptance::StrictImprovement.could_accept(&[1.0, 1.0], &[None, None], 1.0));
     }
 }

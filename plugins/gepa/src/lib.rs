@@ -268,16 +268,9 @@ impl Gepa<'_> {
         let mut child = self.candidates[parent].components.clone();
         child.insert(component.clone(), text);
         let child_id = self.publish(&child)?;
-        let outcomes = self.evaluate(
-            &child_id,
-            &child,
-            Mode::Train,
-            &minibatch,
-            &format!("{label}: {child_id} on the minibatch"),
-        )?;
-        let scores: Vec<f64> = outcomes.iter().map(|o| o.reward).collect();
-        let (before, after) = (parent_scores.iter().sum::<f64>(), scores.iter().sum::<f64>());
-        let accepted = self.config.acceptance.accepts(before, after);
+        let (scores, after) = self.child_on_minibatch(&child_id, &child, &minibatch, &parent_scores, &label)?;
+        let before = parent_scores.iter().sum::<f64>();
+        let accepted = after.is_some_and(|after| self.config.acceptance.accepts(before, after));
         let mut proposal = Proposal {
             iteration,
             kind: "mutation",
@@ -292,9 +285,15 @@ impl Gepa<'_> {
             accepted,
             val_score: None,
         };
+        let verdict = match after {
+            Some(after) => format!(
+                "{after} vs {before} on the minibatch: {}",
+                if accepted { "accepted" } else { "rejected" }
+            ),
+            None => format!("rejected early: too little gain on the tasks {parent_id} fell short on"),
+        };
         self.host.info(&format!(
-            "gepa: {label}: {child_id} (`{component}` of {parent_id}) {after} vs {before} on the minibatch: {}",
-            if accepted { "accepted" } else { "rejected" }
+            "gepa: {label}: {child_id} (`{component}` of {parent_id}) {verdict}"
         ));
         if accepted {
             let index = self.add_candidate(
@@ -309,6 +308,50 @@ impl Gepa<'_> {
         }
         self.proposals.push(proposal);
         Ok(Some(accepted))
+    }
+
+    /// The child's scores on the minibatch (`None` for a task not run) and their sum (`None`
+    /// when it was rejected early). With `early_rejection`, the child first runs the tasks its
+    /// parent fell short on; the tasks the parent solved run only when the child could still be
+    /// accepted, since on those it can at most tie (a reward is at most `perfect_score`).
+    fn child_on_minibatch(
+        &mut self,
+        child_id: &str,
+        child: &Components,
+        minibatch: &[usize],
+        parent_scores: &[f64],
+        label: &str,
+    ) -> Result<(Vec<Option<f64>>, Option<f64>)> {
+        let perfect = self.config.perfect_score;
+        let positions: Vec<usize> = (0..minibatch.len()).collect();
+        let (first, second): (Vec<usize>, Vec<usize>) = if self.config.early_rejection {
+            positions.into_iter().partition(|&i| parent_scores[i] < perfect)
+        } else {
+            (positions, Vec::new())
+        };
+        let mut scores: Vec<Option<f64>> = vec![None; minibatch.len()];
+        for (stage, part) in [first, second].into_iter().enumerate() {
+            if part.is_empty() {
+                continue;
+            }
+            if stage == 1 && !self.config.acceptance.could_accept(parent_scores, &scores, perfect) {
+                self.skipped.early_rejections += 1;
+                return Ok((scores, None));
+            }
+            let tasks: Vec<usize> = part.iter().map(|&i| minibatch[i]).collect();
+            let outcomes = self.evaluate(
+                child_id,
+                child,
+                Mode::Train,
+                &tasks,
+                &format!("{label}: {child_id} on the minibatch"),
+            )?;
+            for (&i, outcome) in part.iter().zip(outcomes) {
+                scores[i] = Some(outcome.reward);
+            }
+        }
+        let sum = scores.iter().flatten().sum();
+        Ok((scores, Some(sum)))
     }
 
     /// One merge attempt: `None` when no pair was found (the iteration goes on to a mutation),
@@ -370,7 +413,7 @@ impl Gepa<'_> {
             split: "val",
             minibatch: subsample,
             parent_scores,
-            scores,
+            scores: scores.into_iter().map(Some).collect(),
             resources_id: merged_id.clone(),
             accepted,
             val_score: None,

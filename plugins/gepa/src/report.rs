@@ -64,9 +64,10 @@ pub struct Proposal {
     pub split: &'static str,
     /// The minibatch (or subsample): task indices into the split.
     pub minibatch: Vec<usize>,
-    /// Each parent's scores on it, then the proposal's.
+    /// Each parent's scores on it, then the proposal's (`None`: a task it was not run on, when
+    /// it was rejected early).
     pub parent_scores: Vec<Vec<f64>>,
-    pub scores: Vec<f64>,
+    pub scores: Vec<Option<f64>>,
     /// The proposal's resources version.
     pub resources_id: String,
     pub accepted: bool,
@@ -86,6 +87,9 @@ pub struct Skipped {
     pub malformed_answers: u32,
     /// A scheduled merge found no pair to merge.
     pub no_merge_found: u32,
+    /// Children rejected before running the minibatch tasks their parent solved
+    /// (`early_rejection`): they gained nothing where the parent fell short.
+    pub early_rejections: u32,
 }
 
 pub struct Summary<'a> {
@@ -185,11 +189,12 @@ impl Summary<'_> {
         );
         let _ = writeln!(
             out,
-            "  skipped: {} perfect minibatches, {} failed reflections, {} malformed answers, {} merges not found",
+            "  skipped: {} perfect minibatches, {} failed reflections, {} malformed answers, {} merges not found; {} children rejected early",
             self.skipped.perfect_minibatch,
             self.skipped.reflection_errors,
             self.skipped.malformed_answers,
-            self.skipped.no_merge_found
+            self.skipped.no_merge_found,
+            self.skipped.early_rejections
         );
         for (name, text) in &best.components {
             let _ = writeln!(out, "  best `{name}`:");
