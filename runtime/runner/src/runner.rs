@@ -16,6 +16,7 @@ use agl_store::{
     WorkerUpdate,
 };
 use agl_wasm::algorithm::ATTEMPT_FAILURE_KEY;
+use agl_wasm::tape::TapeMode;
 use agl_wasm::{AgentComponent, AttemptOutcome, AttemptRequest, LlmAllowance, SpanRecorder};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,9 @@ pub struct RunnerOptions {
     /// First wait after an empty queue; doubles up to `max_poll_interval` while it stays empty.
     pub min_poll_interval: Duration,
     pub max_poll_interval: Duration,
+    /// Whether each attempt's recording (everything that entered its guest, for `agl-host
+    /// replay` and `fork`) is kept in the store. On by default.
+    pub record: bool,
 }
 
 impl Default for RunnerOptions {
@@ -48,6 +52,7 @@ impl Default for RunnerOptions {
             default_unresponsive: None,
             min_poll_interval: Duration::from_millis(1),
             max_poll_interval: Duration::from_millis(50),
+            record: true,
         }
     }
 }
@@ -316,11 +321,23 @@ impl Runner {
                         llm_allowance: Some(allowance),
                         recorder: &self.recorder,
                         trace_observer: (!self.hooks.is_empty()).then_some(&self.hooks as _),
+                        tape: if self.options.record {
+                            TapeMode::Record
+                        } else {
+                            TapeMode::Off
+                        },
                     })
                     .await
             }
             Err(reason) => AttemptOutcome::failed_before_start(reason),
         };
+        // Kept before the attempt is final: whoever reads a finished attempt finds its recording.
+        let mut outcome = outcome;
+        if let Some(recording) = outcome.recording.take()
+            && let Err(e) = self.store.add_recording(recording).await
+        {
+            tracing::warn!(worker = %self.worker_id, rollout = %r.rollout_id, "cannot keep the recording of attempt {}: {e}", a.attempt_id);
+        }
         // Revoked before the attempt is final: nothing more can be recorded under it.
         drop(capability);
         self.finalize(rollout, outcome.status, outcome.failure.as_deref()).await;

@@ -11,10 +11,12 @@
 //! - [`LlmAllowance`]: what one attempt may spend on LLM calls, admitted and charged through one
 //!   allowance whichever way it calls (the host's `llm` import, the proxy); its refusals are what
 //!   a refused call's span records (`agl.sandbox.refused`, `agl.sandbox.grant`).
+//! - [`compare`]: whether two attempts' spans are the same up to ids and times (a replay's check).
 
 mod allowance;
 mod attempt;
 mod budget;
+pub mod compare;
 mod convert;
 mod export;
 pub mod llm;

@@ -1,6 +1,8 @@
 //! The WASM host's costs, measured on the probe guest (a Rust component built with the SDK):
 //! compile cold vs load from the cache, a fresh instance + trivial rollout (spans included),
-//! one host call including its span, and a rollout with one LLM call (scripted backend).
+//! one host call including its span, and a rollout with one LLM call (scripted backend); what
+//! recording (`capabilities/tape`) costs: a trivial rollout recorded against one not recorded,
+//! and the bytes a recording keeps per LLM call beyond the call's span.
 //!
 //! Run: `cargo bench -p agl-wasm --bench host_bench` (`-- --quick` for a smoke run).
 #![allow(
@@ -12,6 +14,7 @@
 
 use agl_llm::{LlmBackend, ScriptedBackend};
 use agl_store::*;
+use agl_wasm::tape;
 use agl_wasm::*;
 use serde_json::json;
 use std::sync::Arc;
@@ -25,8 +28,14 @@ fn scripted() -> Arc<dyn LlmBackend> {
     Arc::new(ScriptedBackend::from_json_str(rules).expect("rules"))
 }
 
-/// Mean wall time of `n` attempts of `task`, each in a fresh instance on one in-memory store.
+/// Mean wall time of `n` attempts of `task`, each in a fresh instance on one in-memory store,
+/// recorded (as a runner does by default) and the recordings kept in the store.
 async fn attempts(agent: &AgentComponent, task: serde_json::Value, n: usize) -> Duration {
+    attempts_taped(agent, task, n, true).await
+}
+
+/// [`attempts`], recorded or not.
+async fn attempts_taped(agent: &AgentComponent, task: serde_json::Value, n: usize, record: bool) -> Duration {
     let store = Arc::new(InMemoryLightningStore::new());
     let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(100));
     let llm = scripted();
@@ -49,11 +58,53 @@ async fn attempts(agent: &AgentComponent, task: serde_json::Value, n: usize) -> 
                 llm_allowance: None,
                 recorder: &recorder,
                 trace_observer: None,
+                tape: if record {
+                    tape::TapeMode::Record
+                } else {
+                    tape::TapeMode::Off
+                },
             })
             .await;
         assert_eq!(outcome.status, AttemptStatus::Succeeded, "{:?}", outcome.failure);
+        if let Some(recording) = outcome.recording {
+            store.add_recording(recording).await.expect("the recording is kept");
+        }
     }
     started.elapsed() / n as u32
+}
+
+/// The bytes a recording of one attempt of `task` keeps (its tape and blobs), and the bytes of
+/// its LLM spans as stored (JSON).
+async fn recorded_bytes(agent: &AgentComponent, task: serde_json::Value) -> (usize, usize) {
+    let store = Arc::new(InMemoryLightningStore::new());
+    let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(100));
+    let request = StartRolloutRequest {
+        rollout: EnqueueRolloutRequest::new(task),
+        worker_id: None,
+    };
+    let rollout = store.start_rollout(request).await.expect("rollout");
+    let outcome = agent
+        .run_attempt(AttemptRequest {
+            rollout: &rollout.rollout,
+            attempt: &rollout.attempt,
+            resources: None,
+            llm: scripted(),
+            llm_allowance: None,
+            recorder: &recorder,
+            trace_observer: None,
+            tape: tape::TapeMode::Record,
+        })
+        .await;
+    let recording = outcome.recording.expect("recorded");
+    let recording_bytes = recording.tape.len() + recording.blobs.values().map(String::len).sum::<usize>();
+    let query = SpanQuery::for_rollout(&rollout.rollout.rollout_id);
+    let spans = store.query_spans(&query).await.expect("spans").items;
+    let llm_span_bytes = spans
+        .iter()
+        .filter(|span| span.name == agl_trace::names::LLM)
+        .map(|span| serde_json::to_string(&**span).expect("a span is JSON").len())
+        .sum();
+    (recording_bytes, llm_span_bytes)
 }
 
 fn main() {
@@ -136,6 +187,24 @@ fn main() {
         let llm_once = attempts(&agent, json!({"do": "llm_once"}), scale(5000)).await;
         (noop, rounds, llm_once)
     });
+    // Recording's cost: rounds timing trivial rollouts recorded and not, back to back; the median
+    // round's ratio.
+    let mut ratios: Vec<f64> = runtime.block_on(async {
+        let mut ratios = Vec::new();
+        for _ in 0..scale(15).max(3) {
+            let off = attempts_taped(&agent, json!({"do": "noop"}), scale(1000), false).await;
+            let on = attempts_taped(&agent, json!({"do": "noop"}), scale(1000), true).await;
+            ratios.push(on.as_secs_f64() / off.as_secs_f64());
+        }
+        ratios
+    });
+    ratios.sort_by(f64::total_cmp);
+    let llm_calls = 10;
+    let (per_llm_call, llm_span) = runtime.block_on(async {
+        let (none, _) = recorded_bytes(&agent, json!({"do": "llm_flood", "calls": 0})).await;
+        let (ten, spans) = recorded_bytes(&agent, json!({"do": "llm_flood", "calls": llm_calls})).await;
+        ((ten - none) / llm_calls, spans / llm_calls)
+    });
     let per_call = per_call_rounds[per_call_rounds.len() / 2];
     let _ = std::fs::remove_dir_all(&cache_dir);
 
@@ -165,4 +234,12 @@ fn main() {
         "| rollout with one LLM call (scripted backend), spans stored | {:.1} µs |",
         llm_once.as_secs_f64() * 1e6
     );
+    println!(
+        "| trivial rollout recorded ÷ not recorded (median of {} rounds, range {:.3}–{:.3}) | {:.3} |",
+        ratios.len(),
+        ratios[0],
+        ratios[ratios.len() - 1],
+        ratios[ratios.len() / 2]
+    );
+    println!("| recording bytes per LLM call (beyond the call's span of {llm_span} bytes) | {per_llm_call} B |");
 }

@@ -65,6 +65,8 @@ async fn noop_attempts(agent: &AgentComponent, n: usize) -> (Duration, u64) {
                 llm_allowance: None,
                 recorder: &recorder,
                 trace_observer: None,
+                // As a runner does by default.
+                tape: agl_wasm::tape::TapeMode::Record,
             })
             .await;
         assert_eq!(outcome.status, AttemptStatus::Succeeded, "{:?}", outcome.failure);

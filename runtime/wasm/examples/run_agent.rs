@@ -70,6 +70,7 @@ async fn main() -> Result<()> {
                 llm_allowance: None,
                 recorder: &recorder,
                 trace_observer: None,
+                tape: agl_wasm::tape::TapeMode::Off,
             })
             .await;
         let update = AttemptUpdate::status(outcome.status);

@@ -7,6 +7,7 @@ use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
 use crate::capabilities::reward::{final_reward, invalid_reward, record_feedback_alone, record_final_reward};
+use crate::capabilities::tape::{Diverged, Header, RecordedOutcome, ReplayReport, TapeHandle, TapeMode};
 use crate::capabilities::wasi::clocks::attempt_seed;
 use crate::capabilities::wasi::output::{self, CapturedOutput};
 use crate::capabilities::{InstanceContext, Sandbox, new_store};
@@ -14,7 +15,7 @@ use crate::failure::{self, Failure, MAX_REASON_BYTES, one_line};
 use crate::loaded::Loaded;
 use crate::state::{AttemptState, HostState, InstanceState};
 use agl_llm::LlmBackend;
-use agl_store::{Attempt, AttemptStatus, ResourcesUpdate, Rollout};
+use agl_store::{Attempt, AttemptStatus, Recording, ResourcesUpdate, Rollout};
 use agl_trace::LlmAllowance;
 use agl_trace::{SpanRecorder, names};
 use opentelemetry::KeyValue;
@@ -36,6 +37,10 @@ pub struct AttemptRequest<'a> {
     pub recorder: &'a SpanRecorder,
     /// Told when the attempt's trace opens and just before it closes (the runner's hooks).
     pub trace_observer: Option<&'a dyn TraceObserver>,
+    /// Whether the attempt is recorded, or replayed from a tape (`capabilities/tape`). A replay
+    /// hands the guest what the tape's header holds (task, context, resources, seed, clock
+    /// start), not the rollout's; its spans go to `rollout` and `attempt` all the same.
+    pub tape: TapeMode,
 }
 
 /// Hears an attempt's trace open (before the agent runs) and close (after it returned, before
@@ -66,6 +71,11 @@ pub struct AttemptOutcome {
     pub memory_bytes: u64,
     /// Spans could not be written to the store (the reason), e.g. the rollout is unknown there.
     pub trace_error: Option<String>,
+    /// What entered the guest, for the attempt (unless the tape was off); the caller keeps it
+    /// (`LightningStore::add_recording`).
+    pub recording: Option<Recording>,
+    /// What a replay did (only when the attempt was replayed).
+    pub replay: Option<ReplayReport>,
 }
 
 impl AttemptOutcome {
@@ -88,6 +98,8 @@ impl AttemptOutcome {
             spans_dropped: 0,
             memory_bytes: 0,
             trace_error,
+            recording: None,
+            replay: None,
         }
     }
 }
@@ -127,11 +139,96 @@ impl AgentComponent {
         agent.call_rollout(&mut *store, ctx, task_json).await
     }
 
+    /// The tape header of an attempt: what its guest is handed. Recording (or off), the
+    /// rollout's; replaying, the recorded one's, as this component.
+    fn tape_for(
+        &self,
+        rollout: &Rollout,
+        attempt: &Attempt,
+        resources: Option<&ResourcesUpdate>,
+        tape: TapeMode,
+    ) -> Result<(Header, TapeMode), String> {
+        let header = match &tape {
+            TapeMode::Replay(plan) => {
+                let granted = self.granted_env();
+                if plan.tape.header.env != granted {
+                    let names = |env: &[(String, String)]| env.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+                    return Err(format!(
+                        "the environment granted now ({:?}) is not the one the recorded attempt was granted ({:?}): grant the same values",
+                        names(&granted),
+                        names(&plan.tape.header.env)
+                    ));
+                }
+                Header {
+                    agent: self.name.clone(),
+                    component: self.digest().to_owned(),
+                    ..plan.tape.header.clone()
+                }
+            }
+            _ => Header {
+                agent: self.name.clone(),
+                component: self.digest().to_owned(),
+                rollout_id: rollout.rollout_id.clone(),
+                attempt_id: attempt.attempt_id.clone(),
+                attempt_number: attempt.sequence_id,
+                mode: rollout.mode,
+                resources_id: rollout.resources_id.clone(),
+                task: rollout.input.to_string(),
+                resources: match (&tape, resources) {
+                    (TapeMode::Record, Some(resources)) => {
+                        Some(serde_json::to_value(resources).map_err(|e| format!("cannot record the resources: {e}"))?)
+                    }
+                    _ => None,
+                },
+                seed: attempt_seed(&rollout.rollout_id, attempt.sequence_id),
+                clock_start: attempt.start_time,
+                clock: if self.policy.clock.real { "real" } else { "virtual" }.to_owned(),
+                env: self.granted_env(),
+                dirs: self
+                    .policy
+                    .grants
+                    .dirs
+                    .iter()
+                    .map(|grant| grant.guest_path.clone())
+                    .collect(),
+            },
+        };
+        Ok((header, tape))
+    }
+
+    /// The environment the policy grants, as a tape keeps it: each name with the SHA-256 of its
+    /// value (values may be secrets, and a replay needs only to know they are the same).
+    fn granted_env(&self) -> Vec<(String, String)> {
+        self.policy
+            .grants
+            .env
+            .iter()
+            .map(|grant| (grant.name.clone(), agl_store::blob_address(&grant.value)))
+            .collect()
+    }
+
     /// Runs one attempt in a fresh instance and records its spans into the recorder's store.
     pub async fn run_attempt(&self, request: AttemptRequest<'_>) -> AttemptOutcome {
         let started = Instant::now();
         let (rollout, attempt) = (request.rollout, request.attempt);
-        let seed = attempt_seed(&rollout.rollout_id, attempt.sequence_id);
+        let (header, tape) = match self.tape_for(rollout, attempt, request.resources.as_deref(), request.tape) {
+            Ok(made) => made,
+            Err(reason) => return AttemptOutcome::failed_before_start(reason),
+        };
+        // A replay's guest is handed what the tape's was: these come from its header.
+        let resources = match &tape {
+            TapeMode::Replay(_) => match header.resources.clone().map(serde_json::from_value::<ResourcesUpdate>) {
+                None => None,
+                Some(Ok(resources)) => Some(Arc::new(resources)),
+                Some(Err(e)) => {
+                    return AttemptOutcome::failed_before_start(format!(
+                        "the recording's resources cannot be read: {e}"
+                    ));
+                }
+            },
+            _ => request.resources,
+        };
+        let seed = header.seed;
         let trace = request
             .recorder
             .begin_attempt(&rollout.rollout_id, &attempt.attempt_id, self.policy.spans);
@@ -140,19 +237,34 @@ impl AgentComponent {
             KeyValue::new(names::ATTEMPT_SEQUENCE_ID, i64::from(attempt.sequence_id)),
             KeyValue::new(names::RANDOM_SEED, seed.to_string()),
             KeyValue::new(names::CLOCK, if self.policy.clock.real { "real" } else { "virtual" }),
-            KeyValue::new(names::CLOCK_START, attempt.start_time),
+            KeyValue::new(names::CLOCK_START, header.clock_start),
         ]);
         if let Some(observer) = request.trace_observer {
             observer.trace_started(rollout, attempt);
         }
+        let ctx = RolloutContext {
+            rollout_id: header.rollout_id.clone(),
+            attempt_id: header.attempt_id.clone(),
+            attempt_number: header.attempt_number,
+            mode: header.mode.map(wit_mode),
+            resources_id: header.resources_id.clone(),
+        };
+        let task_json = header.task.clone();
+        let policy = &self.policy;
+        let handle = match tape {
+            TapeMode::Off => TapeHandle::default(),
+            TapeMode::Record => TapeHandle::recording(header.clone()),
+            TapeMode::Replay(plan) => TapeHandle::replaying(header.clone(), *plan),
+        };
         let instance = InstanceContext {
-            start: Duration::try_from_secs_f64(attempt.start_time).unwrap_or_default(),
+            start: Duration::try_from_secs_f64(header.clock_start).unwrap_or_default(),
             seed,
             llm: request.llm,
             llm_allowance: request.llm_allowance,
-            resources: request.resources,
+            resources,
+            tape: handle.clone(),
         };
-        let sandbox = match Sandbox::prepare(&self.policy, &instance) {
+        let sandbox = match Sandbox::prepare(policy, &instance) {
             Ok(sandbox) => sandbox,
             Err(e) => {
                 trace.set_outcome(Status::error(e.to_string()));
@@ -179,16 +291,8 @@ impl AgentComponent {
         let abandon_at = now
             .checked_add(self.policy.limits.deadline.saturating_add(HOST_CALL_GRACE))
             .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
-        let (mut store, attached) = new_store(self.pre.engine(), &self.policy, sandbox, world);
+        let (mut store, attached) = new_store(self.pre.engine(), policy, sandbox, world);
 
-        let ctx = RolloutContext {
-            rollout_id: rollout.rollout_id.clone(),
-            attempt_id: attempt.attempt_id.clone(),
-            attempt_number: attempt.sequence_id,
-            mode: rollout.mode.map(wit_mode),
-            resources_id: rollout.resources_id.clone(),
-        };
-        let task_json = rollout.input.to_string();
         let result: Result<Option<f64>, Failure> = match attached {
             Err(e) => Err(plain_failure(format!("{e:#}"))),
             Ok(()) => {
@@ -198,7 +302,10 @@ impl AgentComponent {
                         "agent",
                         self.policy.limits.deadline,
                     ))),
-                    Ok(Err(trap)) => Err(self.describe_trap("agent", &trap, &stderr_pipe.peek())),
+                    Ok(Err(trap)) => match trap.downcast_ref::<Diverged>() {
+                        Some(diverged) => Err(plain_failure(diverged.to_string())),
+                        None => Err(self.describe_trap("agent", &trap, &stderr_pipe.peek())),
+                    },
                     Ok(Ok(Err(reason))) => Err(plain_failure(failure::guest_error("agent", &reason))),
                     Ok(Ok(Ok(Some(reward)))) => match invalid_reward(reward) {
                         Some(why) => Err(plain_failure(failure::bad_reward("agent", &why))),
@@ -257,6 +364,23 @@ impl AgentComponent {
             .await
             .err()
             .map(|e| e.to_string());
+        let ended = RecordedOutcome {
+            status: if status == AttemptStatus::Succeeded {
+                "succeeded"
+            } else {
+                "failed"
+            }
+            .to_owned(),
+            reward,
+            failure: failure.clone(),
+        };
+        let (recording, replay) = match handle.finish(ended) {
+            Some((tape, replay)) => (
+                Some(tape.to_recording(&rollout.rollout_id, &attempt.attempt_id)),
+                replay,
+            ),
+            None => (None, None),
+        };
         AttemptOutcome {
             status,
             failure,
@@ -269,6 +393,8 @@ impl AgentComponent {
             spans_dropped,
             memory_bytes,
             trace_error,
+            recording,
+            replay,
         }
     }
 }

@@ -53,6 +53,11 @@ pub struct ComponentCache {
     dir: PathBuf,
 }
 
+/// A component's identity: the lowercase hex SHA-256 of its bytes.
+pub fn component_digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl ComponentCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
@@ -66,8 +71,7 @@ impl ComponentCache {
     pub fn entry_path(&self, engine: &Engine, bytes: &[u8]) -> PathBuf {
         let mut fingerprint = Fnv(0xcbf2_9ce4_8422_2325);
         engine.precompile_compatibility_hash().hash(&mut fingerprint);
-        let digest = Sha256::digest(bytes);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = component_digest(bytes);
         self.dir.join(format!("{hex}-{:016x}.cwasm", fingerprint.finish()))
     }
 

@@ -199,7 +199,8 @@ impl WasmHost {
         let (imports, uses_llm) = self.import_names(&component);
         Ok(AgentComponent::new(
             pre,
-            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports, uses_llm),
+            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports, uses_llm)
+                .with_digest(crate::cache::component_digest(bytes)),
         ))
     }
 
@@ -228,7 +229,8 @@ impl WasmHost {
         let (imports, uses_llm) = self.import_names(&component);
         Ok(AlgorithmComponent::new(
             pre,
-            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports, uses_llm),
+            Loaded::new(name.to_owned(), policy, compiled, compile_time, imports, uses_llm)
+                .with_digest(crate::cache::component_digest(bytes)),
         ))
     }
 

@@ -42,7 +42,9 @@ pub use agl_trace::{LlmAllowance, SpanExport, SpanRecorder};
 pub use algorithm::{
     AlgorithmComponent, AlgorithmObserver, AlgorithmOutcome, AlgorithmRequest, BestResult, LogLevel, RecordingObserver,
 };
-pub use cache::{Compiled, ComponentCache};
+pub use cache::{Compiled, ComponentCache, component_digest};
+pub use capabilities::llm::scripted_answer;
+pub use capabilities::tape;
 pub use capabilities::wasi::clocks::{VIRTUAL_TICK, attempt_seed};
 pub use engine::{EngineOptions, WasmHost};
 pub use error::HostError;

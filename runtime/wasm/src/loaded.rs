@@ -18,6 +18,8 @@ pub struct Loaded {
     imports: Vec<String>,
     /// Whether it imports a function of the LLM interface (not only its types).
     uses_llm: bool,
+    /// The lowercase hex SHA-256 of its bytes.
+    digest: String,
 }
 
 /// The LLM interface of the `agl:agent` package, without its version.
@@ -44,7 +46,18 @@ impl Loaded {
             compile_time,
             imports,
             uses_llm,
+            digest: String::new(),
         }
+    }
+
+    /// The same, known as the component whose bytes hash to `digest`.
+    pub(crate) fn with_digest(self, digest: String) -> Self {
+        Self { digest, ..self }
+    }
+
+    /// The lowercase hex SHA-256 of the component's bytes: what a recording says ran.
+    pub fn digest(&self) -> &str {
+        &self.digest
     }
 
     pub fn name(&self) -> &str {

@@ -33,7 +33,7 @@ impl llm_wit::Host for AlgorithmState {
         let started = Instant::now();
         let cap = self.world.llm_trace.attribute_cap();
         let trace = self.world.trace().await;
-        let outcome = traced_chat(&mut self.sandbox.llm, request, trace, cap).await;
+        let outcome = traced_chat(&mut self.sandbox.llm, request, trace, cap).await?;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(response) => {

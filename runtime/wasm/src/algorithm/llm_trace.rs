@@ -200,7 +200,7 @@ mod tests {
         for text in ["critique this", "edit that"] {
             let trace = algorithm.trace(&observer).await;
             assert!(trace.is_some());
-            let answer = traced_chat(&mut gate, ask(text), trace, 1024).await;
+            let answer = traced_chat(&mut gate, ask(text), trace, 1024).await.expect("no tape");
             assert_eq!(answer.map(|a| a.content).ok().as_deref(), Some("ok"));
         }
         algorithm.finish(&Ok::<(), String>(()), &observer).await;

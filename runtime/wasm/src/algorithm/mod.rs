@@ -86,6 +86,7 @@ impl AlgorithmComponent {
             llm: request.llm,
             llm_allowance: None,
             resources: None,
+            tape: Default::default(),
         };
         let sandbox = match Sandbox::prepare(&self.policy, &instance) {
             Ok(sandbox) => sandbox,

@@ -19,6 +19,7 @@ pub mod limits;
 pub mod llm;
 pub mod resources;
 pub mod reward;
+pub mod tape;
 pub mod trace;
 pub mod wasi;
 
@@ -50,6 +51,8 @@ pub(crate) struct InstanceContext {
     pub llm_allowance: Option<Arc<LlmAllowance>>,
     /// The rollout's resources (`None`: it has none, or the world has no rollout).
     pub resources: Option<Arc<ResourcesUpdate>>,
+    /// The attempt's tape (off for an algorithm).
+    pub tape: tape::TapeHandle,
 }
 
 /// What a world's own state offers the capabilities: the trace their calls are recorded in.
@@ -138,6 +141,7 @@ macro_rules! capabilities {
 }
 
 capabilities! {
+    tape: tape::TapeState,
     wasi: wasi::WasiState,
     limits: limits::MeteredLimits,
     llm: llm::LlmGate,

@@ -133,6 +133,7 @@ pub async fn run_in(
         llm_allowance: None,
         recorder: &recorder,
         trace_observer: None,
+        tape: tape::TapeMode::Record,
     };
     let outcome = agent.run_attempt(request).await;
     assert_eq!(outcome.trace_error, None, "spans reach the store");
@@ -160,6 +161,7 @@ pub async fn rerun(previous: &Ran, agent: &AgentComponent, llm: Arc<dyn LlmBacke
         llm_allowance: None,
         recorder: &recorder,
         trace_observer: None,
+        tape: tape::TapeMode::Off,
     };
     let outcome = agent.run_attempt(request).await;
     let query =
@@ -191,5 +193,105 @@ pub async fn still_serves(agent: &AgentComponent) {
         (AttemptStatus::Succeeded, Some(1.0)),
         "{:?}",
         ran.outcome.failure
+    );
+}
+
+/// An LLM backend that must not be reached: a replay answers from its tape.
+pub struct NoLlm;
+
+#[async_trait::async_trait]
+impl agl_llm::LlmBackend for NoLlm {
+    async fn chat(&self, _request: &agl_llm::ChatRequest) -> Result<agl_llm::ChatResponse, agl_llm::LlmError> {
+        panic!("a replay reached the LLM")
+    }
+
+    fn default_model(&self) -> &str {
+        "scripted"
+    }
+
+    fn describe(&self) -> String {
+        "no LLM".to_owned()
+    }
+}
+
+/// The tape `ran` recorded.
+pub fn tape_of(ran: &Ran) -> tape::Tape {
+    let recording = ran.outcome.recording.as_ref().expect("the attempt was recorded");
+    tape::Tape::from_recording(recording).expect("the recording reads back")
+}
+
+/// Replays `tape` with `agent` as a new attempt of `previous`'s rollout, with `llm` for what goes
+/// live (nothing, unless the plan forks or goes live).
+pub async fn replay_with(
+    previous: &Ran,
+    agent: &AgentComponent,
+    plan: tape::ReplayPlan,
+    llm: Arc<dyn LlmBackend>,
+) -> Ran {
+    let store = &previous.store;
+    let rollout = store
+        .start_attempt(&previous.rollout.rollout.rollout_id, Some("replayer"))
+        .await
+        .expect("a new attempt");
+    let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(50));
+    let request = AttemptRequest {
+        rollout: &rollout.rollout,
+        attempt: &rollout.attempt,
+        resources: None,
+        llm,
+        llm_allowance: None,
+        recorder: &recorder,
+        trace_observer: None,
+        tape: tape::TapeMode::Replay(Box::new(plan)),
+    };
+    let outcome = agent.run_attempt(request).await;
+    assert_eq!(outcome.trace_error, None, "spans reach the store");
+    let query = SpanQuery::for_rollout(&rollout.rollout.rollout_id).attempt(&rollout.attempt.attempt_id);
+    let spans = store.query_spans(&query).await.expect("spans").items;
+    Ran {
+        outcome,
+        spans,
+        rollout,
+        store: store.clone(),
+    }
+}
+
+/// Replays what `ran` recorded, stopping at a divergence, with no LLM.
+pub async fn replay(ran: &Ran, agent: &AgentComponent) -> Ran {
+    let plan = tape::ReplayPlan {
+        tape: tape_of(ran),
+        on_divergence: tape::OnDivergence::Stop,
+        fork: None,
+    };
+    replay_with(ran, agent, plan, Arc::new(NoLlm)).await
+}
+
+/// `ran`, replayed from its recording, is the same attempt: the same outcome, every call
+/// answered from the tape, the same spans up to ids and times.
+pub async fn assert_replays_identically(ran: &Ran, agent: &AgentComponent) {
+    let replayed = replay(ran, agent).await;
+    let report = replayed.outcome.replay.clone().expect("a replay report");
+    assert_eq!(report.divergence, None, "{:?}", replayed.outcome.failure);
+    assert_eq!(
+        report.replayed,
+        tape_of(ran).calls.len(),
+        "every call came from the tape"
+    );
+    assert_eq!(
+        (
+            replayed.outcome.status,
+            replayed.outcome.reward,
+            &replayed.outcome.failure
+        ),
+        (ran.outcome.status, ran.outcome.reward, &ran.outcome.failure)
+    );
+    assert_eq!(
+        agl_trace::compare::first_difference(&ran.spans, &replayed.spans, None),
+        None
+    );
+    assert_eq!(
+        tape_of(&replayed).calls,
+        tape_of(ran).calls,
+        "the replay recorded the same calls and answers"
     );
 }

@@ -267,6 +267,33 @@ async fn a_granted_host_answers_the_guest_and_each_request_is_a_span_of_the_oper
 }
 
 #[tokio::test]
+async fn exchanges_replay_from_the_recording_without_reaching_the_server() {
+    let server = TestServer::start().await;
+    let mut policy = granting([server.grant()]);
+    policy.http.max_response_bytes = 1000;
+    let agent = probe(policy);
+    let requests = json!([
+        {"url": server.url("/hello")},
+        {"url": server.url("/echo"), "method": "POST", "body": "ping"},
+        {"url": server.url("/missing")},
+        {"url": server.url("/big/5000")},
+        {"url": server.url("/chunked/5000")},
+        {"url": "http://not-granted.example/"},
+        {"url": format!("http://127.0.0.1:{}/refused", free_port())},
+    ]);
+    let ran = fetch(&agent, requests, Some("fetching")).await;
+    let asked = server.seen().len();
+    assert_replays_identically(&ran, &agent).await;
+    assert_eq!(server.seen().len(), asked, "the replay sent nothing");
+}
+
+/// A loopback port nothing listens on.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+#[tokio::test]
 async fn a_host_not_granted_is_denied_in_the_guest_and_the_denial_recorded() {
     let server = TestServer::start().await;
     let other = TestServer::start().await;

@@ -14,5 +14,6 @@ mod examples;
 mod feedback;
 mod http;
 mod pool;
+mod replay;
 mod sandbox;
 mod versions;

@@ -4,6 +4,7 @@
 //! response body ends the request's span when it ends, fails, or is dropped.
 
 use super::span::{RequestSpan, SentCounter};
+use super::taped::{BodyTape, KeptEnd, KeptError, KeptFailure};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::pin::Pin;
@@ -57,6 +58,8 @@ pub(crate) struct ResponseBody {
     status: u16,
     /// `None` once the body ended or failed (the span with it).
     span: Option<RequestSpan>,
+    /// Where what the guest reads is kept, when the attempt is recorded.
+    tape: Option<BodyTape>,
 }
 
 impl ResponseBody {
@@ -66,6 +69,7 @@ impl ResponseBody {
         max_bytes: u64,
         status: u16,
         span: RequestSpan,
+        tape: Option<BodyTape>,
     ) -> Self {
         Self {
             incoming,
@@ -74,11 +78,23 @@ impl ResponseBody {
             max_bytes,
             status,
             span: Some(span),
+            tape,
         }
     }
 
     /// Ends the span as failed and hands the guest `error`.
     fn fail(&mut self, error: Error, kind: &'static str, reason: String) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let received = self.span.as_mut().map(|span| span.add_received(0));
+        if let Some(tape) = self.tape.as_mut() {
+            tape.end(KeptEnd::Failed(KeptFailure {
+                answered: None,
+                received,
+                kind: kind.to_owned(),
+                reason: reason.clone(),
+                refused: None,
+                error: KeptError::of(&error),
+            }));
+        }
         if let Some(span) = self.span.take() {
             span.fail(kind, reason);
         }
@@ -86,6 +102,9 @@ impl ResponseBody {
     }
 
     fn complete(&mut self) {
+        if let Some(tape) = self.tape.as_mut() {
+            tape.end(KeptEnd::Complete);
+        }
         if let Some(span) = self.span.take() {
             span.complete(self.status);
         }
@@ -123,6 +142,9 @@ impl Body for ResponseBody {
                         "response-body-size",
                         reason,
                     );
+                }
+                if let (Some(tape), Some(data)) = (this.tape.as_mut(), frame.data_ref()) {
+                    tape.read(data);
                 }
                 let deadline = tokio::time::Instant::now() + this.between;
                 this.timer.as_mut().reset(deadline);

@@ -17,13 +17,16 @@ mod addr;
 mod body;
 mod send;
 mod span;
+mod taped;
 
+use super::tape::{Cue, TapeHandle};
 use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::policy::{HttpPolicy, HttpScheme, RequestHost, SandboxPolicy};
 use agl_trace::names::http as keys;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 use span::{OpenSpans, RequestSpan};
+use std::pin::Pin;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi_http::p2::bindings::LinkOptions;
@@ -73,6 +76,8 @@ pub struct HttpGate {
     open: OpenSpans,
     /// Set by the hook when it refused the request `handle` is handing over.
     denied: Option<ErrorCode>,
+    /// The attempt's tape: every request handed over is a call on it (`taped.rs`).
+    tape: TapeHandle,
 }
 
 impl<W: World> Link<W> for HttpState {
@@ -101,7 +106,7 @@ impl<W: World> Link<W> for HttpState {
 }
 
 impl Capability for HttpState {
-    fn prepare(policy: &SandboxPolicy, _instance: &InstanceContext) -> Result<Self, SandboxError> {
+    fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
         Ok(Self {
             ctx: WasiHttpCtx::new(),
             gate: HttpGate {
@@ -110,6 +115,7 @@ impl Capability for HttpState {
                 pending: None,
                 open: OpenSpans::default(),
                 denied: None,
+                tape: instance.tape.clone(),
             },
         })
     }
@@ -257,6 +263,18 @@ impl WasiHttpHooks for HttpGate {
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sending {
         let mut span = self.pending.take().unwrap_or_else(|| RequestSpan::new(None));
+        let cue = match self.tape.call(taped::HTTP_SEND, || taped::request_head(&request)) {
+            Ok(cue) => cue,
+            Err(diverged) => {
+                let reason = diverged.to_string();
+                return self.refuse(
+                    span,
+                    ErrorCode::InternalError(Some(reason.clone())),
+                    "replay-diverged",
+                    reason,
+                );
+            }
+        };
         span.set([KeyValue::new(keys::METHOD, request.method().as_str().to_owned())]);
         let target = match Target::of(request.uri()) {
             Ok(target) => target,
@@ -296,7 +314,16 @@ impl WasiHttpHooks for HttpGate {
         self.requests += 1;
         span.set([KeyValue::new(keys::REQUESTS_USED, i64::from(self.requests))]);
         let limits = send::Limits::new(self.policy.timeout, self.policy.max_response_bytes, options);
-        Box::new(send::send(request, target, granted, limits, span))
+        match cue {
+            Cue::Live(ticket) => Box::new(taped::send_live(request, target, granted, limits, span, ticket)),
+            Cue::Recorded(answer) => {
+                let index = self.tape.last_index();
+                let live = move |request, span, ticket| {
+                    Box::pin(taped::send_live(request, target, granted, limits, span, ticket)) as Pin<Box<_>>
+                };
+                Box::new(taped::replay(request, answer, self.tape.clone(), index, span, live))
+            }
+        }
     }
 }
 

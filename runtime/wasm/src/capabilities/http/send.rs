@@ -11,6 +11,7 @@ use super::Target;
 use super::addr::non_public;
 use super::body::{CountingBody, ResponseBody};
 use super::span::RequestSpan;
+use super::taped::{self, ExchangeTape, KeptError, KeptFailure};
 use crate::policy::{Granted, HttpScheme, RequestHost};
 use http_body_util::BodyExt;
 use std::future::poll_fn;
@@ -84,6 +85,7 @@ pub(crate) async fn send(
     granted: Granted,
     limits: Limits,
     span: RequestSpan,
+    tape: Option<ExchangeTape>,
 ) -> Result<Sent, Error> {
     let mut span = span;
     // A HEAD answer's length is the one a GET would have had: no body comes.
@@ -100,21 +102,47 @@ pub(crate) async fn send(
                     "the response declares {declared} bytes, more than the {} allowed (--agent-http-max-response)",
                     limits.max_response_bytes
                 );
+                let error = Error::HttpResponseBodySize(Some(declared));
+                if let Some(tape) = tape {
+                    tape.failed(KeptFailure {
+                        answered: Some(status),
+                        received: None,
+                        kind: "response-body-size".to_owned(),
+                        reason: reason.clone(),
+                        refused: None,
+                        error: KeptError::of(&error),
+                    });
+                }
                 span.fail("response-body-size", reason);
-                return Err(Error::HttpResponseBodySize(Some(declared)));
+                return Err(error);
             }
+            let body_tape = tape.map(|tape| tape.responded(status, response.headers()));
             let response = response.map(|incoming| {
-                ResponseBody::new(incoming, limits.between_bytes, limits.max_response_bytes, status, span)
-                    .boxed_unsync()
+                ResponseBody::new(
+                    incoming,
+                    limits.between_bytes,
+                    limits.max_response_bytes,
+                    status,
+                    span,
+                    body_tape,
+                )
+                .boxed_unsync()
             });
             Ok((response, io))
         }
         Err(failure) => {
-            if let Some(refused) = failure.refused {
-                let (refused, grant) = *refused;
-                span.set(super::refusal(refused, grant));
+            let kept = KeptFailure {
+                answered: None,
+                received: None,
+                kind: failure.kind.to_owned(),
+                reason: failure.reason,
+                refused: failure.refused.map(|refused| *refused),
+                error: KeptError::of(&failure.error),
+            };
+            if let Some(tape) = tape {
+                tape.failed(kept.clone());
             }
-            span.fail(failure.kind, failure.reason);
+            taped::fail(span, kept.refused, kept.kind, kept.reason);
             Err(failure.error)
         }
     }
@@ -401,7 +429,15 @@ mod tests {
         };
         let limits = Limits::new(Duration::from_secs(5), 1 << 20, None);
         let url = format!("http://localhost:{port}/");
-        let refused = send(get(&url), target(), Granted::ByWildcard, limits, RequestSpan::new(None)).await;
+        let refused = send(
+            get(&url),
+            target(),
+            Granted::ByWildcard,
+            limits,
+            RequestSpan::new(None),
+            None,
+        )
+        .await;
         assert!(
             matches!(refused, Err(Error::DestinationIpProhibited)),
             "{:?}",
@@ -416,6 +452,7 @@ mod tests {
             Granted::Exactly,
             limits,
             RequestSpan::new(None),
+            None,
         ));
         let (mut stream, _) = listener.accept().await.expect("the exact grant connects");
         tokio::io::AsyncWriteExt::write_all(&mut stream, b"HTTP/1.1 204 No Content\r\n\r\n")
@@ -440,7 +477,14 @@ mod tests {
         // As wasi:http sets it: the URL's authority.
         let authority = http::HeaderValue::from_str(&format!("LOCALHOST.:{port}")).expect("header");
         request.headers_mut().insert(http::header::HOST, authority);
-        let sent = tokio::spawn(send(request, target, Granted::Exactly, limits, RequestSpan::new(None)));
+        let sent = tokio::spawn(send(
+            request,
+            target,
+            Granted::Exactly,
+            limits,
+            RequestSpan::new(None),
+            None,
+        ));
         let accepted = tokio::time::timeout(Duration::from_secs(5), listener.accept()).await;
         let (mut stream, _) = accepted
             .expect("localhost resolves to this loopback listener")

@@ -140,7 +140,7 @@ impl RequestSpan {
     }
 
     /// Ends the span as failed: `kind` (its `error.type`) and the reason.
-    pub(crate) fn fail(self, kind: &'static str, reason: String) {
+    pub(crate) fn fail(self, kind: impl Into<opentelemetry::Value>, reason: String) {
         self.slot
             .end(Status::error(reason), vec![KeyValue::new(keys::ERROR_TYPE, kind)]);
     }

@@ -5,6 +5,7 @@
 //! accounts the tokens. The agent's calls become LLM spans (`agl_trace::llm`); an algorithm's go
 //! through the same gate (`algorithm::host_imports`). Policy slice: `llm`.
 
+use super::tape::{Cue, Diverged, LLM_CHAT, TapeHandle};
 use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::bindings::llm::{self as wit, Host};
 use crate::policy::{LlmPolicy, SandboxPolicy};
@@ -16,6 +17,7 @@ use agl_trace::{AttemptTrace, LiveSpan, llm as llm_span, names};
 use agl_trace::{LlmAllowance, LlmRefusal, Refused};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanKind, Status};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tokio_util::task::AbortOnDropHandle;
 use wasmtime::component::{HasSelf, Linker};
@@ -26,6 +28,8 @@ use wasmtime::component::{HasSelf, Linker};
 pub struct LlmGate {
     backend: Arc<dyn LlmBackend>,
     allowance: Arc<LlmAllowance>,
+    /// The attempt's tape: what the backend answered is kept, or, replaying, read from it.
+    tape: TapeHandle,
 }
 
 impl LlmGate {
@@ -35,7 +39,11 @@ impl LlmGate {
 
     /// A gate spending `allowance`, which other callers of the same attempt may share.
     pub fn with_allowance(backend: Arc<dyn LlmBackend>, allowance: Arc<LlmAllowance>) -> Self {
-        Self { backend, allowance }
+        Self {
+            backend,
+            allowance,
+            tape: TapeHandle::default(),
+        }
     }
 
     /// Calls admitted so far (by every caller of the allowance).
@@ -59,9 +67,13 @@ impl LlmGate {
     /// Admits, sends and accounts one converted request: model, budget and size checks, the call
     /// under its own timeout, token usage. Nothing reaches the backend unless every check passes;
     /// a refusal of those checks comes with what was refused and what would grant it.
+    ///
+    /// `cue` is what the attempt's tape made of the call: the backend's answer is kept, or,
+    /// replaying, read from the tape instead of asked for (the checks and accounting run the same).
     pub(crate) async fn call(
         &mut self,
         request: ChatRequest,
+        cue: Cue,
     ) -> Result<ChatResponse, (wit::LlmError, Option<Refused>)> {
         self.allowance
             .admit_explained(&request, self.backend.default_model())
@@ -73,6 +85,27 @@ impl LlmGate {
                 };
                 (error, refused)
             })?;
+        let answer = match cue {
+            Cue::Recorded(answer) => BackendAnswer::read(answer),
+            Cue::Live(ticket) => {
+                let answer = self.ask_backend(request).await;
+                ticket.answer(|| answer.kept());
+                answer
+            }
+        };
+        match answer {
+            BackendAnswer::Response(response) => {
+                self.allowance.charge(&response.usage);
+                Ok(*response)
+            }
+            BackendAnswer::Timeout => Err((wit::LlmError::Timeout, None)),
+            BackendAnswer::Backend(message) => Err((wit::LlmError::Backend(message), None)),
+            BackendAnswer::InvalidRequest(message) => Err((wit::LlmError::InvalidRequest(message), None)),
+        }
+    }
+
+    /// Sends an admitted request to the backend, under the allowance's timeout.
+    async fn ask_backend(&self, request: ChatRequest) -> BackendAnswer {
         let backend = Arc::clone(&self.backend);
         let timeout = self.allowance.timeout();
         // The call is a task of its own: the HTTP client's deep polling then runs on a runtime
@@ -83,15 +116,50 @@ impl LlmGate {
             tokio::time::timeout(timeout, backend.chat(&request)).await
         }));
         match call.await {
-            Err(panicked) => Err((wit::LlmError::Backend(format!("the LLM call failed: {panicked}")), None)),
-            Ok(Err(_)) => Err((wit::LlmError::Timeout, None)),
-            Ok(Ok(Err(e))) => Err((to_guest_error(e), None)),
-            Ok(Ok(Ok(response))) => {
-                self.allowance.charge(&response.usage);
-                Ok(response)
-            }
+            Err(panicked) => BackendAnswer::Backend(format!("the LLM call failed: {panicked}")),
+            Ok(Err(_)) => BackendAnswer::Timeout,
+            Ok(Ok(Err(LlmError::InvalidRequest(m)))) => BackendAnswer::InvalidRequest(m),
+            Ok(Ok(Err(LlmError::Backend(m)))) => BackendAnswer::Backend(m),
+            Ok(Ok(Err(LlmError::Timeout))) => BackendAnswer::Timeout,
+            Ok(Ok(Ok(response))) => BackendAnswer::Response(Box::new(response)),
         }
     }
+}
+
+/// What the backend answered an admitted request, as the tape keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum BackendAnswer {
+    Response(Box<ChatResponse>),
+    InvalidRequest(String),
+    Backend(String),
+    Timeout,
+}
+
+impl BackendAnswer {
+    fn kept(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// A kept answer read back; one that cannot be read is the backend's error.
+    fn read(answer: serde_json::Value) -> Self {
+        serde_json::from_value(answer)
+            .unwrap_or_else(|e| Self::Backend(format!("the recorded LLM answer cannot be read: {e}")))
+    }
+}
+
+/// The answer a fork gives its LLM call instead of a live one: the model replying `text`.
+pub fn scripted_answer(text: &str, model: &str) -> serde_json::Value {
+    BackendAnswer::Response(Box::new(ChatResponse {
+        content: text.to_owned(),
+        tool_calls: Vec::new(),
+        finish_reason: "stop".to_owned(),
+        usage: agl_llm::Usage::default(),
+        model: model.to_owned(),
+        id: None,
+        tokens: agl_llm::TokenDetail::default(),
+    }))
+    .kept()
 }
 
 fn role(role: wit::Role) -> Role {
@@ -166,14 +234,6 @@ pub(crate) fn to_guest_response(response: ChatResponse) -> wit::ChatResponse {
     }
 }
 
-fn to_guest_error(error: LlmError) -> wit::LlmError {
-    match error {
-        LlmError::InvalidRequest(m) => wit::LlmError::InvalidRequest(m),
-        LlmError::Backend(m) => wit::LlmError::Backend(m),
-        LlmError::Timeout => wit::LlmError::Timeout,
-    }
-}
-
 pub(crate) fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
     match error {
         wit::LlmError::ModelNotAllowed(m) => ("model-not-allowed", format!("model '{m}' is not allowed")),
@@ -186,15 +246,20 @@ pub(crate) fn error_kind(error: &wit::LlmError) -> (&'static str, String) {
 
 /// One chat as both worlds make it: the guest's request converted, recorded as the start of an
 /// LLM span in `trace` (if any; attribute values clipped to `cap`), sent through `gate`, and the
-/// span ended with the answer or the error. Returns what the guest gets.
+/// span ended with the answer or the error. Returns what the guest gets; a replay that the call
+/// leaves (`Diverged`) stops the guest.
 pub(crate) async fn traced_chat(
     gate: &mut LlmGate,
     request: wit::ChatRequest,
     trace: Option<&AttemptTrace>,
     cap: usize,
-) -> Result<wit::ChatResponse, wit::LlmError> {
+) -> Result<Result<wit::ChatResponse, wit::LlmError>, Diverged> {
     let model = gate.model_of(&request);
     let converted = to_backend_request(request, model.clone());
+    let cue = gate.tape.call(LLM_CHAT, || match &converted {
+        Ok(request) => serde_json::to_value(request).unwrap_or(serde_json::Value::Null),
+        Err(error) => serde_json::json!({ "invalid": error_kind(error).1 }),
+    })?;
     let attributes = match &converted {
         Ok(request) => llm_span::request_attributes(request, &model, cap),
         Err(_) => vec![
@@ -204,7 +269,7 @@ pub(crate) async fn traced_chat(
     };
     let mut span: Option<LiveSpan> = trace.map(|trace| trace.start(names::LLM, SpanKind::Client, attributes));
     let outcome = match converted {
-        Ok(request) => gate.call(request).await,
+        Ok(request) => gate.call(request, cue).await,
         Err(error) => Err((error, None)),
     };
     let spent = [
@@ -217,7 +282,7 @@ pub(crate) async fn traced_chat(
                 span.set_attributes(llm_span::response_attributes(&response, cap).into_iter().chain(spent));
                 span.end_with(Status::Ok);
             }
-            Ok(to_guest_response(response))
+            Ok(Ok(to_guest_response(response)))
         }
         Err((error, refused)) => {
             let (kind, description) = error_kind(&error);
@@ -236,7 +301,7 @@ pub(crate) async fn traced_chat(
                 );
                 span.end_with(Status::error(description));
             }
-            Err(error)
+            Ok(Err(error))
         }
     }
 }
@@ -258,10 +323,12 @@ where
 impl Capability for LlmGate {
     fn prepare(policy: &SandboxPolicy, instance: &InstanceContext) -> Result<Self, SandboxError> {
         let backend = Arc::clone(&instance.llm);
-        Ok(match &instance.llm_allowance {
+        let mut gate = match &instance.llm_allowance {
             Some(allowance) => Self::with_allowance(backend, Arc::clone(allowance)),
             None => Self::new(backend, &policy.llm),
-        })
+        };
+        gate.tape = instance.tape.clone();
+        Ok(gate)
     }
 }
 
@@ -269,6 +336,6 @@ impl Host for HostState {
     async fn chat(&mut self, request: wit::ChatRequest) -> wasmtime::Result<Result<wit::ChatResponse, wit::LlmError>> {
         let trace = self.world.trace().await;
         let cap = trace.map_or(0, |trace| trace.budget().max_attribute_bytes);
-        Ok(traced_chat(&mut self.sandbox.llm, request, trace, cap).await)
+        Ok(traced_chat(&mut self.sandbox.llm, request, trace, cap).await?)
     }
 }

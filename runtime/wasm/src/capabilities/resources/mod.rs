@@ -2,6 +2,7 @@
 //! read-only; LLM endpoints without their keys. No policy slice: its state is the attempt's
 //! resources version.
 
+use super::tape::answered;
 use super::{Capability, InstanceContext, Link, SandboxError};
 use crate::algorithm::AlgorithmRun;
 use crate::bindings::resources::{Host, LlmEndpoint, PromptTemplate, Resource};
@@ -75,7 +76,13 @@ impl HostState {
 
 impl Host for HostState {
     fn get(&mut self, name: String) -> wasmtime::Result<Option<Resource>> {
-        let found = self.resource(&name).map(|r| match r {
+        let cue = self
+            .sandbox
+            .tape
+            .handle
+            .call("resources.get", || serde_json::json!({ "name": name }))?;
+        let found = answered(cue, || self.resource(&name).cloned());
+        let found = found.as_ref().map(|r| match r {
             StoreResource::PromptTemplate(t) => Resource::PromptTemplate(PromptTemplate {
                 template: t.template.clone(),
                 engine: engine_name(t.engine).to_owned(),
@@ -92,7 +99,11 @@ impl Host for HostState {
     }
 
     fn format_prompt(&mut self, name: String, vars: Vec<(String, String)>) -> wasmtime::Result<Result<String, String>> {
-        let result = self.format_named_prompt(&name, &vars);
+        let cue = self.sandbox.tape.handle.call(
+            "resources.format-prompt",
+            || serde_json::json!({ "name": name, "vars": vars }),
+        )?;
+        let result = answered(cue, || self.format_named_prompt(&name, &vars));
         let mut attributes = vec![KeyValue::new(names::RESOURCE_NAME, name)];
         if let Some(id) = self.sandbox.resources.0.as_ref().map(|r| r.resources_id.clone()) {
             attributes.push(KeyValue::new(names::RESOURCES_ID, id));

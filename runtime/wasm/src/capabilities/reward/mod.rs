@@ -148,6 +148,10 @@ fn reward_attributes(name: &str, value: f64) -> Vec<KeyValue> {
 
 /// Records one emitted reward (within the span budget) and remembers it for the final reward.
 fn emit_reward(state: &mut HostState, call: &str, name: &str, value: f64) -> wasmtime::Result<()> {
+    state.sandbox.tape.handle.note(&format!("reward.{call}"), || {
+        // The value as text: NaN and infinities are not JSON numbers.
+        serde_json::json!({ "name": name, "value": value.to_string() })
+    })?;
     if let Some(why) = invalid_reward(value) {
         return Err(wasmtime::Error::msg(format!("reward.{call}: {why}")));
     }
@@ -207,6 +211,10 @@ impl Host for HostState {
     }
 
     fn feedback(&mut self, text: String) -> wasmtime::Result<()> {
+        self.sandbox
+            .tape
+            .handle
+            .note("reward.feedback", || serde_json::json!({ "text": text }))?;
         self.sandbox.reward.add_feedback(text);
         Ok(())
     }

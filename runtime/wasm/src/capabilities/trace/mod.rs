@@ -4,6 +4,7 @@
 //! slice of its own (its spans count against `spans`) and no per-instance state: the trace is
 //! the world's.
 
+use super::tape::Cue;
 use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::bindings::trace::{Host, Level};
 use crate::policy::SandboxPolicy;
@@ -51,6 +52,10 @@ fn level_name(level: Level) -> &'static str {
 
 impl Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        self.sandbox.tape.handle.note(
+            "trace.log",
+            || serde_json::json!({ "level": level_name(level), "message": message }),
+        )?;
         let attributes = vec![
             KeyValue::new(names::LOG_LEVEL, level_name(level)),
             KeyValue::new(names::MESSAGE_BODY, message),
@@ -60,12 +65,20 @@ impl Host for HostState {
     }
 
     fn message(&mut self, text: String) -> wasmtime::Result<()> {
+        self.sandbox
+            .tape
+            .handle
+            .note("trace.message", || serde_json::json!({ "text": text }))?;
         let attributes = vec![KeyValue::new(names::MESSAGE_BODY, text)];
         self.world.trace.instant(names::MESSAGE, attributes, Status::Unset);
         Ok(())
     }
 
     fn object(&mut self, json: String) -> wasmtime::Result<()> {
+        self.sandbox
+            .tape
+            .handle
+            .note("trace.object", || serde_json::json!({ "json": json }))?;
         let status = match serde_json::from_str::<serde_json::Value>(&json) {
             Ok(_) => Status::Unset,
             Err(e) => Status::error(format!("not JSON: {e}")),
@@ -76,10 +89,23 @@ impl Host for HostState {
     }
 
     fn start_operation(&mut self, name: String) -> wasmtime::Result<u64> {
-        Ok(self.world.trace.open_operation(clip(&name, MAX_OPERATION_NAME_BYTES)))
+        let cue = self
+            .sandbox
+            .tape
+            .handle
+            .call("trace.start-operation", || serde_json::json!({ "name": name }))?;
+        let handle = self.world.trace.open_operation(clip(&name, MAX_OPERATION_NAME_BYTES));
+        if let Cue::Live(ticket) = cue {
+            ticket.answer(|| handle.into());
+        }
+        Ok(handle)
     }
 
     fn end_operation(&mut self, handle: u64, error: Option<String>) -> wasmtime::Result<()> {
+        self.sandbox.tape.handle.note(
+            "trace.end-operation",
+            || serde_json::json!({ "handle": handle, "error": error }),
+        )?;
         let cap = self.world.trace.budget().max_attribute_bytes;
         self.world.trace.close_operation(handle, error.map(|e| clip(&e, cap)));
         Ok(())

@@ -1,0 +1,212 @@
+//! What a tape holds, as it is stored: the header (every value handed to the guest before its
+//! first call — the task, its context, the resources, the seed and clock start its clocks and
+//! random sources are made from — and which component ran), the host calls in the order the
+//! guest made them (the request, and the answer where one came from outside or is kept), and
+//! how the attempt ended. Kept in a [`Recording`], packed by `codec.rs`.
+
+use super::codec::{self, MissingBlob};
+use agl_store::{Mode, Recording};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// The tape format's version; a tape of another version is refused, not misread.
+pub const TAPE_VERSION: u32 = 1;
+
+/// One attempt's tape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tape {
+    pub version: u32,
+    pub header: Header,
+    pub calls: Vec<Call>,
+    /// How the attempt ended (absent while it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RecordedOutcome>,
+}
+
+/// What the guest was given before it made a call, and what ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// The agent's name and the SHA-256 of its component's bytes.
+    pub agent: String,
+    pub component: String,
+    /// The rollout context the guest was handed.
+    pub rollout_id: String,
+    pub attempt_id: String,
+    pub attempt_number: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_id: Option<String>,
+    /// The task, as the JSON text the guest was handed.
+    pub task: String,
+    /// The resources version the guest could read (JSON of the store's bundle), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Value>,
+    /// What its random sources were seeded with.
+    pub seed: u64,
+    /// Where its virtual wall clock started (seconds since the Unix epoch).
+    pub clock_start: f64,
+    /// `virtual` or `real`. Real clocks' readings are not on the tape: such an attempt replays
+    /// with virtual ones, and the replay says so.
+    pub clock: String,
+    /// The environment variables the guest was granted, in order: each name with the SHA-256 of
+    /// its value (values may be secrets; a replay checks it is granted the same ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+    /// The directories the guest was granted (their files are not on the tape).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirs: Vec<String>,
+}
+
+/// One host call: which (`llm.chat`, `http.send`, `resources.get`...), what the guest asked (in
+/// the host's terms), and the answer where it came from outside the instance or is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    #[serde(rename = "c")]
+    pub call: String,
+    #[serde(rename = "q")]
+    pub request: Value,
+    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+}
+
+impl Call {
+    /// Whether `other` is the same call with the same request (answers are not compared).
+    pub fn same_request(&self, other: &Call) -> bool {
+        self.call == other.call && self.request == other.request
+    }
+}
+
+/// How the attempt ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedOutcome {
+    /// `succeeded` or `failed`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// A recording that cannot be read as a tape.
+#[derive(Debug, Error)]
+pub enum TapeError {
+    #[error("the recording's tape is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error(transparent)]
+    MissingBlob(#[from] MissingBlob),
+    #[error("the recording's tape is not a tape: {0}")]
+    NotATape(serde_json::Error),
+    #[error("the tape is of version {found}; this agl-host reads version {TAPE_VERSION}")]
+    Version { found: u32 },
+}
+
+impl Tape {
+    /// The tape kept in `recording`, its blobs read from the recording alone.
+    pub fn from_recording(recording: &Recording) -> Result<Self, TapeError> {
+        let packed: Value = serde_json::from_str(&recording.tape).map_err(TapeError::NotJson)?;
+        let value = codec::unpack(packed, &recording.blobs)?;
+        if let Some(found) = value.get("version").and_then(Value::as_u64)
+            && found != u64::from(TAPE_VERSION)
+        {
+            return Err(TapeError::Version {
+                found: u32::try_from(found).unwrap_or(u32::MAX),
+            });
+        }
+        serde_json::from_value(value).map_err(TapeError::NotATape)
+    }
+
+    /// The recording of this tape for the attempt `attempt_id` of `rollout_id` (which may not
+    /// be the header's: a replayed or forked attempt keeps the context it was handed).
+    pub fn to_recording(&self, rollout_id: &str, attempt_id: &str) -> Recording {
+        let mut blobs = BTreeMap::new();
+        let value = serde_json::to_value(self).unwrap_or(Value::Null);
+        let packed = codec::pack(value, &mut blobs);
+        Recording {
+            rollout_id: rollout_id.to_owned(),
+            attempt_id: attempt_id.to_owned(),
+            tape: packed.to_string(),
+            blobs,
+        }
+    }
+
+    /// How many `llm.chat` calls the tape holds.
+    pub fn llm_calls(&self) -> usize {
+        self.calls.iter().filter(|c| c.call == super::LLM_CHAT).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn header() -> Header {
+        Header {
+            agent: "probe".into(),
+            component: "ab".repeat(32),
+            rollout_id: "ro-1".into(),
+            attempt_id: "at-1".into(),
+            attempt_number: 1,
+            mode: Some(Mode::Train),
+            resources_id: None,
+            task: r#"{"question":"1+1"}"#.into(),
+            resources: None,
+            seed: 7,
+            clock_start: 1_800_000_000.5,
+            clock: "virtual".into(),
+            env: vec![("KEY".into(), "value".into())],
+            dirs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_tape_survives_its_recording() {
+        let long = "a prompt long enough to be kept as a blob, shared by every attempt that saw it";
+        let tape = Tape {
+            version: TAPE_VERSION,
+            header: header(),
+            calls: vec![
+                Call {
+                    call: "llm.chat".into(),
+                    request: serde_json::json!({"messages": [{"content": long}]}),
+                    answer: Some(serde_json::json!({"ok": {"content": long}})),
+                },
+                Call {
+                    call: "reward.emit".into(),
+                    request: serde_json::json!({"value": 1.0}),
+                    answer: None,
+                },
+            ],
+            outcome: Some(RecordedOutcome {
+                status: "succeeded".into(),
+                reward: Some(1.0),
+                failure: None,
+            }),
+        };
+        let recording = tape.to_recording("ro-2", "at-9");
+        assert_eq!(
+            (recording.rollout_id.as_str(), recording.attempt_id.as_str()),
+            ("ro-2", "at-9")
+        );
+        let kept = recording.blobs.values().filter(|text| text.as_str() == long).count();
+        assert_eq!(kept, 1, "the same text is one blob");
+        assert!(!recording.tape.contains(long));
+        assert_eq!(Tape::from_recording(&recording).ok(), Some(tape));
+        let mut other = recording.clone();
+        other.tape = other.tape.replace("\"version\":1", "\"version\":99");
+        assert!(matches!(
+            Tape::from_recording(&other),
+            Err(TapeError::Version { found: 99 })
+        ));
+        assert!(Tape::from_recording(&recording_without_blobs(&recording)).is_err());
+    }
+
+    fn recording_without_blobs(recording: &Recording) -> Recording {
+        Recording {
+            blobs: BTreeMap::new(),
+            ..recording.clone()
+        }
+    }
+}
