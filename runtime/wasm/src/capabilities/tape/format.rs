@@ -20,6 +20,9 @@ pub struct Tape {
     pub version: u32,
     pub header: Header,
     pub calls: Vec<Call>,
+    /// The calls stop early: the guest made more than a tape keeps (`MAX_TAPE_CONTENT_BYTES`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// How the attempt ended (absent while it runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<RecordedOutcome>,
@@ -179,6 +182,7 @@ mod tests {
                     answer: None,
                 },
             ],
+            truncated: false,
             outcome: Some(RecordedOutcome {
                 status: "succeeded".into(),
                 reward: Some(1.0),

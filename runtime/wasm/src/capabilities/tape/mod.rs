@@ -32,6 +32,11 @@ use thiserror::Error;
 /// The tape's name of an LLM chat (`agl:agent/llm.chat`), the calls a fork counts.
 pub const LLM_CHAT: &str = "llm.chat";
 
+/// Most bytes (roughly: the requests' and answers' text) a tape keeps of one attempt. A guest
+/// that makes more is recorded up to there and its tape marked `truncated`: the host's memory
+/// is not the guest's to fill, and a replay stops where the tape ends.
+pub const MAX_TAPE_CONTENT_BYTES: usize = 16 << 20;
+
 /// What an attempt's tape does.
 #[derive(Debug, Default)]
 pub enum TapeMode {
@@ -112,6 +117,11 @@ pub struct TapeHandle(Option<Arc<Mutex<Deck>>>);
 struct Deck {
     header: Header,
     made: Vec<Call>,
+    /// Calls seen (the next one's index); `made` stops growing once the tape is full.
+    calls: usize,
+    /// About how many bytes `made` holds, and whether calls were left off past the cap.
+    bytes: usize,
+    truncated: bool,
     source: Option<Source>,
     /// Past a divergence or a fork point: calls go to the outside world.
     live: bool,
@@ -123,6 +133,8 @@ struct Deck {
 
 struct Source {
     calls: Vec<Call>,
+    /// The tape was cut: past its end, the calls are unknown.
+    truncated: bool,
     next: usize,
     on_divergence: OnDivergence,
     fork: Option<ForkPoint>,
@@ -152,7 +164,15 @@ impl Ticket {
     pub fn answer(&self, answer: impl FnOnce() -> Value) {
         if let Some(deck) = &self.deck {
             let answer = answer();
-            if let Some(call) = deck.lock().made.get_mut(self.index) {
+            let size = approximate_bytes(&answer);
+            let mut deck = deck.lock();
+            if deck.bytes.saturating_add(size) > MAX_TAPE_CONTENT_BYTES {
+                // Kept without its answer: a replay going past here finds the tape cut.
+                deck.truncated = true;
+                return;
+            }
+            deck.bytes += size;
+            if let Some(call) = deck.made.get_mut(self.index) {
                 call.answer = Some(answer);
             }
         }
@@ -173,6 +193,7 @@ impl TapeHandle {
     /// A tape answering from `plan`'s, recording what happens under `header`.
     pub fn replaying(header: Header, plan: ReplayPlan) -> Self {
         let source = Source {
+            truncated: plan.tape.truncated,
             calls: plan.tape.calls,
             next: 0,
             on_divergence: plan.on_divergence,
@@ -185,6 +206,9 @@ impl TapeHandle {
         Self(Some(Arc::new(Mutex::new(Deck {
             header,
             made: Vec::new(),
+            calls: 0,
+            bytes: 0,
+            truncated: false,
             source,
             live: false,
             stopped: None,
@@ -212,7 +236,8 @@ impl TapeHandle {
         if let Some(stopped) = &deck.stopped {
             return Err(stopped.clone());
         }
-        let index = deck.made.len();
+        let index = deck.calls;
+        deck.calls += 1;
         if call == LLM_CHAT {
             deck.llm_calls += 1;
         }
@@ -221,11 +246,18 @@ impl TapeHandle {
             Ok(Some(recorded)) if !recorded.is_null() => Some(recorded.clone()),
             _ => None,
         };
-        deck.made.push(Call { answer, ..made });
+        let size = approximate_bytes(&made.request) + answer.as_ref().map_or(0, approximate_bytes);
+        let kept = !deck.truncated && deck.bytes.saturating_add(size) <= MAX_TAPE_CONTENT_BYTES;
+        if kept {
+            deck.bytes += size;
+            deck.made.push(Call { answer, ..made });
+        } else {
+            deck.truncated = true;
+        }
         match cue {
             Ok(Some(recorded)) => Ok(Cue::Recorded(recorded)),
             Ok(None) => Ok(Cue::Live(Ticket {
-                deck: Some(Arc::clone(shared)),
+                deck: kept.then(|| Arc::clone(shared)),
                 index,
             })),
             Err(diverged) => Err(diverged),
@@ -241,7 +273,7 @@ impl TapeHandle {
     pub fn last_index(&self) -> usize {
         self.0
             .as_ref()
-            .map_or(0, |shared| shared.lock().made.len().saturating_sub(1))
+            .map_or(0, |shared| shared.lock().calls.saturating_sub(1))
     }
 
     /// The call at `index`, answered from the tape, turns out to differ from the recorded one
@@ -251,10 +283,19 @@ impl TapeHandle {
         let shared = self.0.as_ref()?;
         let mut deck = shared.lock();
         let recorded = deck.source.as_ref().and_then(|source| source.calls.get(index)).cloned();
-        let made = deck.made.get_mut(index)?;
-        merge(&mut made.request, actual);
-        made.answer = None;
-        let actual = made.clone();
+        let actual = match deck.made.get_mut(index) {
+            Some(made) => {
+                merge(&mut made.request, actual);
+                made.answer = None;
+                made.clone()
+            }
+            None => Call {
+                call: recorded.as_ref().map_or_else(String::new, |r| r.call.clone()),
+                request: actual,
+                answer: None,
+            },
+        };
+        let kept = index < deck.made.len();
         let on_divergence = deck.source.as_ref().map_or(OnDivergence::Stop, |s| s.on_divergence);
         deck.report.replayed = deck.report.replayed.saturating_sub(1);
         deck.report.divergence.get_or_insert(Divergence {
@@ -266,7 +307,7 @@ impl TapeHandle {
             OnDivergence::GoLive => {
                 deck.live = true;
                 Some(Ticket {
-                    deck: Some(Arc::clone(shared)),
+                    deck: kept.then(|| Arc::clone(shared)),
                     index,
                 })
             }
@@ -285,7 +326,7 @@ impl TapeHandle {
     pub fn finish(&self, outcome: RecordedOutcome) -> Option<(Tape, Option<ReplayReport>)> {
         let shared = self.0.as_ref()?;
         let mut deck = shared.lock();
-        let index = deck.made.len();
+        let index = deck.calls;
         let ended_early = match &deck.source {
             Some(source) if !deck.live && deck.report.divergence.is_none() => source.calls.get(source.next).cloned(),
             _ => None,
@@ -302,6 +343,7 @@ impl TapeHandle {
             version: TAPE_VERSION,
             header: deck.header.clone(),
             calls: std::mem::take(&mut deck.made),
+            truncated: deck.truncated,
             outcome: Some(outcome),
         };
         Some((tape, report))
@@ -333,6 +375,7 @@ impl Deck {
             return Ok(Some(answer));
         }
         let why = match recorded {
+            None if source.truncated => "the recording was cut here (past its size cap)".to_owned(),
             None => "the recording has no more calls".to_owned(),
             Some(recorded) if recorded.call != made.call => format!("the recording has {} here", recorded.call),
             Some(_) => "its request differs from the recorded one".to_owned(),
@@ -358,6 +401,22 @@ impl Deck {
                 Err(diverged)
             }
         }
+    }
+}
+
+/// About how many bytes `value` takes as JSON (its strings' lengths, a few for everything else).
+fn approximate_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len() + 2,
+        Value::Array(items) => items.iter().map(approximate_bytes).sum::<usize>() + 2,
+        Value::Object(fields) => {
+            fields
+                .iter()
+                .map(|(k, v)| k.len() + 3 + approximate_bytes(v))
+                .sum::<usize>()
+                + 2
+        }
+        _ => 8,
     }
 }
 
@@ -544,6 +603,33 @@ mod tests {
         tape.note("reward.emit", || json!(1.0)).unwrap();
         assert_eq!(recorded(tape.call(LLM_CHAT, || json!("b")).unwrap()), json!("X"));
         assert_eq!(tape.finish(outcome()).unwrap().0.calls[2].answer, Some(json!("X")));
+    }
+
+    #[test]
+    fn a_tape_past_its_cap_is_cut_and_says_so() {
+        let tape = TapeHandle::recording(header());
+        let big = "x".repeat(MAX_TAPE_CONTENT_BYTES / 4);
+        for _ in 0..6 {
+            tape.note("trace.log", || json!(big)).unwrap();
+        }
+        let made = tape.finish(outcome()).unwrap().0;
+        assert!(made.truncated);
+        assert_eq!(made.calls.len(), 3, "kept up to the cap");
+        let replay = TapeHandle::replaying(
+            header(),
+            ReplayPlan {
+                tape: made,
+                on_divergence: OnDivergence::Stop,
+                fork: None,
+            },
+        );
+        for _ in 0..3 {
+            replay.note("trace.log", || json!(big)).unwrap();
+        }
+        let Err(diverged) = replay.note("trace.log", || json!(big)) else {
+            panic!("replayed past the end of a cut tape")
+        };
+        assert!(diverged.why.contains("cut"), "{}", diverged.why);
     }
 
     #[test]
