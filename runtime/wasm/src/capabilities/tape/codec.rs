@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// Strings at least this long are kept as blobs.
-pub const BLOB_MIN_BYTES: usize = 64;
+pub const BLOB_MIN_BYTES: usize = 128;
 
 const ESCAPE: char = '\u{1}';
 const REFERENCE: &str = "\u{1}#";
