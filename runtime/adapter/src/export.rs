@@ -34,6 +34,11 @@ pub struct Origin<'a> {
     pub resources_id: Option<&'a str>,
     /// The task, as the rollout was given it.
     pub input: &'a Value,
+    /// A fork rollout's lineage (its `agl.fork` metadata as stored: `parent_rollout_id`,
+    /// `parent_attempt_id`, `at_llm_call`, `branch`, `branches`; see [`select::fork_lineage`]);
+    /// absent for a rollout that is not a fork.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<&'a Map<String, Value>>,
 }
 
 impl<'a> Origin<'a> {
@@ -47,6 +52,7 @@ impl<'a> Origin<'a> {
             mode: rollout.mode,
             resources_id: rollout.resources_id.as_deref(),
             input: &rollout.input,
+            fork: select::fork_lineage(rollout),
         }
     }
 }
@@ -453,6 +459,7 @@ mod tests {
             mode: None,
             resources_id: Some("rs-1"),
             input,
+            fork: None,
         }
     }
 
@@ -652,5 +659,47 @@ mod tests {
         let lines = parsed(&out);
         assert!(lines[0].get("tools").is_none());
         assert_eq!(lines[1]["tools"], json!([as_openai(&lookup())]));
+    }
+    #[test]
+    fn a_forks_lines_carry_its_lineage_and_other_lines_no_fork_field() {
+        let lineage = json!({"parent_rollout_id": "ro-0", "parent_attempt_id": "at-0", "at_llm_call": 1,
+                             "branch": 1, "branches": 2});
+        let fork: Rollout = serde_json::from_value(json!({
+            "rollout_id": "ro-1", "input": {"q": 1}, "start_time": 1.0, "resources_id": "rs-1",
+            "metadata": {"agl.fork": lineage, "note": "kept out of the lines"},
+        }))
+        .expect("a rollout");
+        let plain = Rollout {
+            metadata: None,
+            ..fork.clone()
+        };
+        let attempt: Attempt = serde_json::from_value(json!({
+            "rollout_id": "ro-1", "attempt_id": "at-1", "sequence_id": 1, "start_time": 1.0,
+            "status": "succeeded",
+        }))
+        .expect("an attempt");
+        let with_ids = json!({ PROMPT_TOKEN_IDS: [1, 2], RESPONSE_TOKEN_IDS: [3] });
+        let spans = [llm_span("a", 1.0, "q", "a", with_ids)];
+        type Write = fn(&Origin<'_>, &[Arc<Span>], &mut String) -> serde_json::Result<Written>;
+        for (format, write) in [
+            ("triplets", triplets as Write),
+            ("messages", transcript),
+            ("tokens", tokens),
+        ] {
+            let mut out = String::new();
+            write(&Origin::new(Some("run-1"), &fork, &attempt), &spans, &mut out).expect("written");
+            let line = &parsed(&out)[0];
+            assert_eq!(line["fork"], lineage, "{format}: {line}");
+            assert_eq!(line["rollout_id"], "ro-1", "{format}: {line}");
+            assert!(
+                line.get("note").is_none() && line.get("metadata").is_none(),
+                "{format}: {line}"
+            );
+
+            out.clear();
+            write(&Origin::new(Some("run-1"), &plain, &attempt), &spans, &mut out).expect("written");
+            let line = &parsed(&out)[0];
+            assert!(line.get("fork").is_none(), "{format}: not a fork, no field: {line}");
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! `agl-host export`: a run's attempts as JSON lines of training data, read from a kept run, a
 //! store URL or a store served over HTTP. This module opens the source, chooses the rollouts and
 //! attempts (statuses, modes, resources, rewards), and writes the lines (to `--out` whole, through
-//! `whole_file`, or to stdout); what a line holds is `agl_adapter::export`'s.
+//! `whole_file`, or to stdout); what a line holds is `agl_adapter::export`'s. Fork rollouts
+//! (`agl-host fork`'s) are left out unless `--include-forks`: `select` says which are.
 
 use crate::args::{ExportArgs, ExportFormat};
 use crate::inputs::InputError;
@@ -245,6 +246,7 @@ fn filter(args: &ExportArgs) -> select::Filter {
         all_attempts: args.all_attempts,
         min_reward: args.min_reward,
         max_reward: args.max_reward,
+        include_forks: args.include_forks,
     }
 }
 
@@ -319,8 +321,8 @@ fn summary(args: &ExportArgs, source: &Source, counts: &Counts) -> String {
     }
     if counts.attempts == 0 {
         line.push_str(
-            " (no rollout matched: --status, --mode, --resources-version, --min-reward and --max-reward \
-             choose which)",
+            " (no rollout matched: --status, --mode, --resources-version, --min-reward, --max-reward and \
+             --include-forks choose which)",
         );
     }
     line
@@ -406,6 +408,12 @@ mod tests {
         assert_eq!((args.min_reward, args.max_reward), (Some(-0.5), Some(1.0)));
         let plain = export_args(&[]).expect("parsed");
         assert!(plain.resources.is_empty() && plain.min_reward.is_none() && plain.max_reward.is_none());
+        assert!(
+            !plain.include_forks && !filter(&plain).include_forks,
+            "forks are left out by default"
+        );
+        let forks = export_args(&["--include-forks"]).expect("parsed");
+        assert!(forks.include_forks && filter(&forks).include_forks);
 
         let refused = export_args(&["--min-reward", "lots"]).expect_err("not a number");
         assert_eq!(refused.kind(), clap::error::ErrorKind::ValueValidation);

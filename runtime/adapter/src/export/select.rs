@@ -1,15 +1,22 @@
 //! Which attempts an export takes, the one definition `agl-host export` and the store server's
 //! export route share: rollouts of the statuses, splits and resources asked for (the finished ones
-//! by default, never an algorithm's own), by start time; each one's latest attempt or all of them;
-//! attempts whose final reward is in range.
+//! by default, never an algorithm's own, forks only when asked for), by start time; each one's
+//! latest attempt or all of them; attempts whose final reward is in range. And what a fork
+//! rollout is ([`fork_lineage`]), the one reading of `agl.fork` the export lines use too.
 
 use crate::conventions as c;
 use agl_store::{
     Attempt, AttemptQuery, LightningStore, Mode, Rollout, RolloutQuery, RolloutStatus, RolloutView, SortOrder, Span,
     SpanQuery, StoreResult,
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::sync::Arc;
+
+/// Rollout metadata: a fork's lineage, as `agl-host fork` writes it: an object
+/// `{"parent_rollout_id", "parent_attempt_id", "at_llm_call", "branch", "branches"}` (the rollout
+/// branches from the parent's attempt at its `at_llm_call`-th LLM call; branch `branch` of
+/// `branches` made there).
+pub const FORK: &str = "agl.fork";
 
 /// Rows fetched per page.
 const PAGE: i64 = 10_000;
@@ -34,6 +41,9 @@ pub struct Filter {
     /// without a reward is left out.
     pub min_reward: Option<f64>,
     pub max_reward: Option<f64>,
+    /// Fork rollouts ([`is_fork_rollout`]) too; left out by default, so that a run's training data
+    /// stays what the run made.
+    pub include_forks: bool,
 }
 
 impl Filter {
@@ -45,6 +55,19 @@ impl Filter {
         reward.is_some_and(|reward| {
             self.min_reward.is_none_or(|min| reward >= min) && self.max_reward.is_none_or(|max| reward <= max)
         })
+    }
+
+    /// Whether `rollout` (of a status asked for) is exported: not an algorithm's own, not a fork
+    /// unless forks are asked for, of a mode and resources asked for.
+    pub fn takes(&self, rollout: &Rollout) -> bool {
+        !is_algorithm_rollout(rollout)
+            && (self.include_forks || !is_fork_rollout(rollout))
+            && (self.modes.is_empty() || rollout.mode.is_some_and(|mode| self.modes.contains(&mode)))
+            && (self.resources.is_empty()
+                || rollout
+                    .resources_id
+                    .as_ref()
+                    .is_some_and(|id| self.resources.contains(id)))
     }
 }
 
@@ -58,8 +81,24 @@ pub fn is_algorithm_rollout(rollout: &Rollout) -> bool {
         == Some(c::ALGORITHM_ROLLOUT)
 }
 
+/// A fork rollout's lineage: the object under [`FORK`] in its metadata, as stored (its fields
+/// are not checked: the export lines carry it as it is). `None` for a rollout that is not a fork,
+/// including one whose `agl.fork` is not an object.
+pub fn fork_lineage(rollout: &Rollout) -> Option<&Map<String, Value>> {
+    rollout
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(FORK))
+        .and_then(Value::as_object)
+}
+
+/// Whether `rollout` was made by `agl-host fork` from another rollout (it has a [`fork_lineage`]).
+pub fn is_fork_rollout(rollout: &Rollout) -> bool {
+    fork_lineage(rollout).is_some()
+}
+
 /// The rollouts to export: of the statuses, modes and resources asked for, not the algorithm's
-/// own, by start time (then id).
+/// own, forks only when asked for, by start time (then id).
 pub async fn rollouts(store: &dyn LightningStore, filter: &Filter) -> StoreResult<Vec<RolloutView>> {
     let statuses = if filter.statuses.is_empty() {
         FINISHED.to_vec()
@@ -81,16 +120,7 @@ pub async fn rollouts(store: &dyn LightningStore, filter: &Filter) -> StoreResul
             break;
         }
     }
-    views.retain(|view| {
-        let rollout = &view.rollout;
-        !is_algorithm_rollout(rollout)
-            && (filter.modes.is_empty() || rollout.mode.is_some_and(|mode| filter.modes.contains(&mode)))
-            && (filter.resources.is_empty()
-                || rollout
-                    .resources_id
-                    .as_ref()
-                    .is_some_and(|id| filter.resources.contains(id)))
-    });
+    views.retain(|view| filter.takes(&view.rollout));
     views.sort_by(|a, b| {
         a.rollout
             .start_time
@@ -126,5 +156,90 @@ pub async fn spans(store: &dyn LightningStore, rollout_id: &str, attempt_id: &st
         if fetched == 0 || spans.len() as u64 >= page.total {
             return Ok(spans);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rollout(metadata: Value) -> Rollout {
+        serde_json::from_value(json!({
+            "rollout_id": "ro-1", "input": {"q": 1}, "start_time": 1.0, "mode": "train",
+            "resources_id": "rs-1", "status": "succeeded", "metadata": metadata,
+        }))
+        .expect("a rollout")
+    }
+
+    fn lineage() -> Value {
+        json!({"parent_rollout_id": "ro-0", "parent_attempt_id": "at-0", "at_llm_call": 2,
+               "branch": 1, "branches": 3})
+    }
+
+    #[test]
+    fn a_fork_is_a_rollout_whose_agl_fork_metadata_is_an_object() {
+        let fork = rollout(json!({ FORK: lineage(), "other": 1 }));
+        assert!(is_fork_rollout(&fork));
+        assert_eq!(
+            fork_lineage(&fork).map(|map| Value::Object(map.clone())),
+            Some(lineage())
+        );
+        // Its fields are not checked: what is stored is what the lines carry.
+        let odd = rollout(json!({ FORK: {"parent_rollout_id": "<img src=x onerror=alert(1)>"} }));
+        assert_eq!(
+            fork_lineage(&odd).and_then(|map| map.get("parent_rollout_id")),
+            Some(&json!("<img src=x onerror=alert(1)>"))
+        );
+        for not_a_fork in [
+            Value::Null,
+            json!({}),
+            json!({"agl.kind": "algorithm"}),
+            json!({ FORK: null }),
+            json!({ FORK: "ro-0" }),
+            json!({ FORK: [lineage()] }),
+            json!({"agl": {"fork": lineage()}}),
+        ] {
+            let plain = rollout(not_a_fork.clone());
+            assert!(!is_fork_rollout(&plain), "{not_a_fork}");
+            assert_eq!(fork_lineage(&plain), None, "{not_a_fork}");
+        }
+    }
+
+    #[test]
+    fn forks_are_left_out_unless_asked_for_and_the_other_filters_still_apply() {
+        let fork = rollout(json!({ FORK: lineage() }));
+        let plain = rollout(Value::Null);
+        let default = Filter::default();
+        assert!(default.takes(&plain));
+        assert!(!default.takes(&fork), "forks are left out by default");
+        let with_forks = Filter {
+            include_forks: true,
+            ..Filter::default()
+        };
+        assert!(with_forks.takes(&plain) && with_forks.takes(&fork));
+        // The other filters still apply to forks.
+        let other_mode = Filter {
+            include_forks: true,
+            modes: vec![Mode::Val],
+            ..Filter::default()
+        };
+        assert!(!other_mode.takes(&fork));
+        let other_resources = Filter {
+            include_forks: true,
+            resources: vec!["rs-2".to_owned()],
+            ..Filter::default()
+        };
+        assert!(!other_resources.takes(&fork));
+        let same_resources = Filter {
+            include_forks: true,
+            resources: vec!["rs-1".to_owned()],
+            modes: vec![Mode::Train],
+            ..Filter::default()
+        };
+        assert!(same_resources.takes(&fork));
+        // An algorithm's own rollout is never exported, forks asked for or not.
+        let algorithm = rollout(json!({"agl.kind": "algorithm", FORK: lineage()}));
+        assert!(!with_forks.takes(&algorithm));
     }
 }

@@ -21,6 +21,37 @@ export function isAlgorithmRollout(rollout) {
 }
 
 /**
+ * A fork rollout's lineage, or `null` for a rollout that is not a fork: the object `agl-host fork`
+ * writes under `agl.fork` in its metadata (`parent_rollout_id`, `parent_attempt_id`,
+ * `at_llm_call`, `branch`, `branches`), as stored, fields unchecked (as agl_adapter's
+ * `fork_lineage` reads it for the export).
+ */
+export function forkOf(rollout) {
+  const fork = rollout?.metadata?.["agl.fork"];
+  return fork !== null && typeof fork === "object" && !Array.isArray(fork) ? fork : null;
+}
+
+/**
+ * The forks of rollout `parentId` among `rollouts`, grouped by the LLM call they branch at:
+ * `[{at, forks: [{rollout, fork}]}]`, calls in order, each call's forks by branch (then id).
+ */
+export function branchesOf(parentId, rollouts) {
+  const groups = new Map();
+  for (const rollout of rollouts) {
+    const fork = forkOf(rollout);
+    if (!fork || fork.parent_rollout_id !== parentId) continue;
+    const key = JSON.stringify(fork.at_llm_call ?? null);
+    if (!groups.has(key)) groups.set(key, { at: fork.at_llm_call, forks: [] });
+    groups.get(key).forks.push({ rollout, fork });
+  }
+  const order = (a, b) => (typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b)));
+  const byId = (a, b) => String(a.rollout.rollout_id).localeCompare(String(b.rollout.rollout_id));
+  return [...groups.values()]
+    .sort((x, y) => order(x.at, y.at))
+    .map((group) => ({ ...group, forks: group.forks.sort((a, b) => order(a.fork.branch, b.fork.branch) || byId(a, b)) }));
+}
+
+/**
  * The run record (`null` when the store keeps none), statistics, and every rollout with its
  * outcome, of the run served under `base` (the page's own by default).
  */
@@ -51,6 +82,17 @@ async function fetchOutcomes(rollouts, outcomes, base) {
       outcomes.set(outcome.rollout_id, { ...outcome, settled: finished.has(outcome.rollout_id) });
     }
   }
+}
+
+/** The outcomes of the rollouts `ids` (`rollout id → outcome`; empty from a store without agl-host's routes). */
+export async function outcomesOf(ids, base = pageBase()) {
+  const found = new Map();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const page = await optional("/v1/agl-host/outcomes", { rollout_id_in: ids.slice(i, i + CHUNK), limit: -1 }, base);
+    if (!page) break;
+    for (const outcome of page.items) found.set(outcome.rollout_id, outcome);
+  }
+  return found;
 }
 
 /** The task rows only (the algorithm's own rollouts left out). */

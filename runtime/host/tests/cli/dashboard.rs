@@ -5,6 +5,8 @@
 //! view shows the run's rows and values, a click opens a rollout's span tree, the diff shows the
 //! changed prompt line; screenshots under target/browser-screenshots/dashboard_*/. And
 //! `agl-host run --dashboard` serves the run while it goes, the rollouts view updating live.
+//! Forks (`agl.fork` metadata): a rollout's branches, a fork's parent, the rollouts list's badge,
+//! the store's texts shown as text.
 
 use crate::agents;
 use crate::support;
@@ -646,6 +648,81 @@ async fn rollouts_that_yield_no_triplet_are_flagged_with_the_reason() {
         )
         .await;
     browser.screenshot("flagged").await;
+    browser.quit().await;
+}
+
+#[agl_testkit::needs(chromium)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rollouts_branches_and_a_forks_parent_are_shown_and_their_texts_stay_text() {
+    use crate::export::{finished_rollout, fork_lineage};
+    let server = tokio::task::spawn_blocking(|| ServerProcess::agl_host_store(&[]))
+        .await
+        .expect("served");
+    let url = server.url.clone();
+    // A parent and two forks at its first LLM call; the second's parent attempt id is hostile.
+    let (parent, parent_attempt, first, second) = tokio::task::spawn_blocking(move || {
+        let (parent, parent_attempt) = finished_rollout(&url, &serde_json::json!({}), "5", 0.0);
+        let lineage = fork_lineage(&parent, &parent_attempt, 1, 1, 2);
+        let (first, _) = finished_rollout(&url, &serde_json::json!({"agl.fork": lineage}), "4", 1.0);
+        let mut hostile = fork_lineage(&parent, HOSTILE, 1, 2, 2);
+        hostile["note"] = HOSTILE.into();
+        let (second, _) = finished_rollout(&url, &serde_json::json!({"agl.fork": hostile}), "3", 0.5);
+        (parent, parent_attempt, first, second)
+    })
+    .await
+    .expect("written");
+    let base = base(&server).to_owned();
+    let browser = Browser::start("dashboard_forks").await;
+
+    // The parent's page: its branches at LLM call 1, each with its branch, status and reward.
+    browser.open(&format!("{base}/#/rollout/{parent}")).await;
+    browser.wait_for_text_in("[data-branches] h2", "Branches (2)").await;
+    browser
+        .wait_for_text_in("[data-branch-call='1'] h3", "At LLM call 1")
+        .await;
+    let row = |id: &str| format!("[data-branch-rollout='{id}']");
+    browser.wait_for_text_in(&row(&first), "1 of 2").await;
+    browser.wait_for_text_in(&row(&first), "succeeded").await;
+    browser.wait_for_text_in(&row(&first), "1.0000").await;
+    browser.wait_for_text_in(&row(&second), "2 of 2").await;
+    browser.wait_for_text_in(&row(&second), "0.5000").await;
+    browser.screenshot("branches").await;
+
+    // A branch's link opens the fork, which says what it branched from.
+    browser.click(&format!("{} a", row(&second))).await;
+    browser
+        .wait_for_text_in("[data-forked-from]", &format!("Forked from {parent} (attempt"))
+        .await;
+    // The hostile attempt id is text, the whole of it.
+    browser.wait_for_text_in("[data-forked-from]", HOSTILE.trim()).await;
+    browser
+        .wait_for_text_in("[data-forked-from]", "at LLM call 1, branch 2 of 2")
+        .await;
+    browser.screenshot("fork").await;
+    assert!(!browser.page_text().await.contains("PWNED"), "the store's markup ran");
+    // Its parent link leads back.
+    browser.click("[data-forked-from] a").await;
+    browser.wait_for_text_in("[data-branches] h2", "Branches (2)").await;
+    browser.open(&format!("{base}/#/rollout/{first}")).await;
+    browser
+        .wait_for_text_in(
+            "[data-forked-from]",
+            &format!("Forked from {parent} (attempt {parent_attempt}) at LLM call 1, branch 1 of 2"),
+        )
+        .await;
+
+    // The rollouts list: a badge on each fork, none on the parent.
+    browser.open(&format!("{base}/#/rollouts")).await;
+    browser.wait_for_text_in("[data-view=rollouts] h1", "3 of 3").await;
+    for fork in [&first, &second] {
+        browser
+            .wait_for_text_in(&format!("tr[data-rollout='{fork}'] [data-fork-badge]"), "fork")
+            .await;
+    }
+    let parent_cell = browser.text(&format!("tr[data-rollout='{parent}'] td")).await;
+    assert_eq!(parent_cell, parent, "no badge on the parent");
+    browser.screenshot("fork-badges").await;
+    assert!(!browser.page_text().await.contains("PWNED"), "the store's markup ran");
     browser.quit().await;
 }
 

@@ -7,7 +7,8 @@
 //! the model, in OpenAI's shape, with its tool calls and their results. The same file served by
 //! `agl-host store` exports the same lines over HTTP, and a run kept in PostgreSQL exports from
 //! its URL. Bad sources and filters exit 2 with one line, and a failed export leaves `--out` as
-//! it was.
+//! it was. Fork rollouts (`agl.fork` in their metadata, as `agl-host fork` writes it) are left
+//! out unless `--include-forks`, their lines then carrying the fork's lineage.
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -707,4 +708,135 @@ fn a_tool_using_run_exports_the_tools_offered_with_the_calls_and_results() {
     let (plain, _) = export(&["--db", &kept().db_url(), "--format", "messages", "--mode", "val"]);
     assert!(!plain.is_empty());
     assert!(plain.iter().all(|line| line.get("tools").is_none()));
+}
+
+/// Writes to the store at `url` through its HTTP API, as a runner would: a finished rollout
+/// (`train`) with `metadata`, whose one attempt made one LLM call (`answer`, with token ids) and
+/// recorded `reward`. Its rollout and attempt ids.
+pub(crate) fn finished_rollout(url: &str, metadata: &Value, answer: &str, reward: f64) -> (String, String) {
+    let client = reqwest::blocking::Client::new();
+    let post = |path: &str, body: &Value| -> Value {
+        client
+            .post(format!("{url}{path}"))
+            .json(body)
+            .send()
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.json())
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    };
+    let started = post(
+        "/v1/agl/rollouts",
+        &serde_json::json!({"input": {"question": "2+2?"}, "mode": "train", "metadata": metadata}),
+    );
+    let rollout = started["rollout_id"].as_str().expect("rollout id").to_owned();
+    let attempt = started["attempt"]["attempt_id"]
+        .as_str()
+        .expect("attempt id")
+        .to_owned();
+    let span = |id: &str, sequence: u64, name: &str, attributes: Value| {
+        serde_json::json!({
+            "rollout_id": rollout, "attempt_id": attempt, "sequence_id": sequence,
+            "trace_id": "ab".repeat(16), "span_id": id, "parent_id": null, "name": name,
+            "status": {"status_code": "OK", "description": null}, "attributes": attributes,
+            "events": [], "links": [], "start_time": sequence as f64, "end_time": sequence as f64 + 0.5,
+            "context": null, "parent": null, "resource": {"attributes": {}, "schema_url": ""},
+        })
+    };
+    let call = serde_json::json!({
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "2+2?",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": answer,
+        "prompt_token_ids": [1, 2], "response_token_ids": [3],
+    });
+    let rewarded =
+        serde_json::json!({"agentlightning.reward.0.name": "primary", "agentlightning.reward.0.value": reward});
+    post(
+        "/v1/agl/spans",
+        &span("0000000000000001", 1, "openai.chat.completion", call),
+    );
+    post(
+        "/v1/agl/spans",
+        &span("0000000000000002", 2, "agentlightning.annotation", rewarded),
+    );
+    post(
+        &format!("/v1/agl/rollouts/{rollout}/attempts/{attempt}"),
+        &serde_json::json!({"status": "succeeded"}),
+    );
+    (rollout, attempt)
+}
+
+/// A fork's `agl.fork` metadata, as `agl-host fork` writes it.
+pub(crate) fn fork_lineage(parent: &str, parent_attempt: &str, at_llm_call: u64, branch: u64, branches: u64) -> Value {
+    serde_json::json!({"parent_rollout_id": parent, "parent_attempt_id": parent_attempt,
+                       "at_llm_call": at_llm_call, "branch": branch, "branches": branches})
+}
+
+#[test]
+fn fork_rollouts_are_left_out_unless_asked_for_and_then_carry_their_lineage() {
+    let store = ServerProcess::agl_host_store(&[]);
+    let (parent, parent_attempt) = finished_rollout(&store.url, &serde_json::json!({}), "5", 0.0);
+    let lineage = fork_lineage(&parent, &parent_attempt, 1, 1, 1);
+    let (fork, _) = finished_rollout(&store.url, &serde_json::json!({"agl.fork": lineage}), "4", 1.0);
+
+    for format in ["triplets", "messages", "tokens"] {
+        let (plain, said) = export(&["--store", &store.url, "--format", format]);
+        assert_eq!(rollout_ids(&plain), HashSet::from([parent.clone()]), "{format}: {said}");
+        assert!(
+            plain.iter().all(|line| line.get("fork").is_none()),
+            "{format}: {plain:#?}"
+        );
+
+        let (both, said) = export(&["--store", &store.url, "--format", format, "--include-forks"]);
+        assert_eq!(
+            rollout_ids(&both),
+            HashSet::from([parent.clone(), fork.clone()]),
+            "{format}: {said}"
+        );
+        for line in &both {
+            if line["rollout_id"] == fork.as_str() {
+                assert_eq!(line["fork"], lineage, "{format}: {line}");
+            } else {
+                assert!(line.get("fork").is_none(), "{format}: {line}");
+            }
+        }
+    }
+    let (triplets, _) = export(&["--store", &store.url, "--format", "triplets", "--include-forks"]);
+    let forked = triplets
+        .iter()
+        .find(|l| l["rollout_id"] == fork.as_str())
+        .expect("the fork's line");
+    assert_eq!(
+        (&forked["response"], &forked["final_reward"]),
+        (&Value::from("4"), &Value::from(1.0))
+    );
+    let (tokens, _) = export(&[
+        "--store",
+        &store.url,
+        "--format",
+        "tokens",
+        "--include-forks",
+        "--min-reward",
+        "1",
+    ]);
+    assert_eq!(
+        rollout_ids(&tokens),
+        HashSet::from([fork.clone()]),
+        "the other filters apply to forks"
+    );
+    assert_eq!(tokens[0]["prompt_token_ids"], serde_json::json!([1, 2]));
+    // Spans have no room for the lineage: the fork's are among the lines as they are.
+    let (spans, _) = export(&["--store", &store.url, "--format", "spans", "--include-forks"]);
+    assert_eq!(spans.iter().filter(|s| s["rollout_id"] == fork.as_str()).count(), 2);
+
+    // The store's route, the same rows.
+    let http = |query: &str| {
+        let body = reqwest::blocking::get(format!("{}/v1/agl/export/tokens{query}", store.url))
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.text())
+            .expect("the export route answers");
+        lines(&body)
+    };
+    assert_eq!(rollout_ids(&http("")), HashSet::from([parent.clone()]));
+    let served = http("?include_forks=true");
+    let (exported, _) = export(&["--store", &store.url, "--format", "tokens", "--include-forks"]);
+    assert_eq!(served, exported);
 }

@@ -2,6 +2,7 @@
 //! trainer that pulls them over HTTP, as JSON lines (`application/x-ndjson`). The same filters as
 //! the command's flags, chosen by `agl_adapter::export::select`; the lines are
 //! `agl_adapter::export::tokens`'s (`run_id` is `null`, as from `agl-host export --store`).
+//! Fork rollouts (`agl-host fork`'s) only with `include_forks=true`, their rows carrying `fork`.
 
 use super::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -34,6 +35,7 @@ struct Params {
     #[serde(default)]
     resources_id: Vec<String>,
     all_attempts: Option<String>,
+    include_forks: Option<String>,
     min_reward: Option<String>,
     max_reward: Option<String>,
 }
@@ -58,6 +60,17 @@ fn reward(key: &str, value: Option<&str>) -> ApiResult<Option<f64>> {
         .transpose()
 }
 
+/// A flag: absent, `false` or `0` is off; present bare, `true` or `1` is on.
+fn flag(key: &str, value: Option<&str>) -> ApiResult<bool> {
+    match value.map(str::trim) {
+        None | Some("false" | "0") => Ok(false),
+        Some("" | "true" | "1") => Ok(true),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "query parameter `{key}` must be true or false, got `{other}`"
+        ))),
+    }
+}
+
 fn filter(params: &Params) -> ApiResult<select::Filter> {
     let statuses = items(&params.status)
         .map(|text| {
@@ -78,15 +91,8 @@ fn filter(params: &Params) -> ApiResult<select::Filter> {
                 .ok_or_else(|| ApiError::unprocessable(format!("mode `{text}`: expected train, val or test")))
         })
         .collect::<ApiResult<_>>()?;
-    let all_attempts = match params.all_attempts.as_deref().map(str::trim) {
-        None | Some("false" | "0") => false,
-        Some("" | "true" | "1") => true,
-        Some(other) => {
-            return Err(ApiError::unprocessable(format!(
-                "query parameter `all_attempts` must be true or false, got `{other}`"
-            )));
-        }
-    };
+    let all_attempts = flag("all_attempts", params.all_attempts.as_deref())?;
+    let include_forks = flag("include_forks", params.include_forks.as_deref())?;
     let min_reward = reward("min_reward", params.min_reward.as_deref())?;
     let max_reward = reward("max_reward", params.max_reward.as_deref())?;
     if let (Some(min), Some(max)) = (min_reward, max_reward)
@@ -106,10 +112,11 @@ fn filter(params: &Params) -> ApiResult<select::Filter> {
         all_attempts,
         min_reward,
         max_reward,
+        include_forks,
     })
 }
 
-/// `GET /v1/agl/export/tokens?status=&mode=&resources_version=&min_reward=&max_reward=&all_attempts=`
+/// `GET /v1/agl/export/tokens?status=&mode=&resources_version=&min_reward=&max_reward=&all_attempts=&include_forks=`
 /// → the token rows of the chosen attempts, one JSON object a line; a resources id the store does
 /// not hold is a 404, a bad filter a 422.
 pub(crate) async fn tokens(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Response> {

@@ -80,3 +80,15 @@ test("the reward chart's moving mean", async () => {
   const points = [1, 0, 1, 1].map((y, x) => ({ x, y }));
   assert.deepEqual(movingMean(points, 2).map((p) => p.y), [1, 0.5, 0.5, 1]);
 });
+
+test("a fork is a rollout whose agl.fork metadata is an object; its parent's branches group by LLM call", async () => {
+  const { forkOf, branchesOf } = await import("../run-data.js");
+  const lineage = { parent_rollout_id: "p", parent_attempt_id: "a", at_llm_call: 2, branch: 1, branches: 2 };
+  assert.deepEqual(forkOf({ metadata: { "agl.fork": lineage } }), lineage);
+  for (const metadata of [undefined, null, {}, { "agl.fork": null }, { "agl.fork": "p" }, { "agl.fork": [lineage] }]) {
+    assert.equal(forkOf({ metadata }), null, JSON.stringify(metadata));
+  }
+  const fork = (id, at, branch, parent = "p") => ({ rollout_id: id, metadata: { "agl.fork": { parent_rollout_id: parent, at_llm_call: at, branch } } });
+  const groups = branchesOf("p", [fork("c", 10, 1), fork("b", 2, 2), fork("a", 2, 1), fork("z", 2, 1, "q"), { rollout_id: "p" }]);
+  assert.deepEqual(groups.map((g) => [g.at, g.forks.map((f) => f.rollout.rollout_id)]), [[2, ["a", "b"]], [10, ["c"]]]);
+});

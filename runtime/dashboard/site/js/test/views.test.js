@@ -125,3 +125,61 @@ test("the candidates view of a run that is not GEPA's says so", async () => {
   assert.ok(root.textContent.includes("keeps no candidate tree"), root.textContent);
   delete answers["/v1/agl-host/run"];
 });
+
+test("a rollout lists the forks made from it by LLM call, and a fork says what it branched from, as text", async () => {
+  const hostile = "<img src=x onerror=alert(1)>";
+  const fork = (id, at, branch, extra = {}) => ({
+    rollout_id: id, status: "succeeded", input: { q: 1 }, start_time: 2, attempt: null,
+    metadata: { "agl.fork": { parent_rollout_id: "ro-p", parent_attempt_id: "at-p", at_llm_call: at, branch, branches: 2, ...extra } },
+  });
+  const parent = { rollout_id: "ro-p", status: "succeeded", input: { q: 1 }, start_time: 1, attempt: null };
+  const forks = [fork("ro-f2", 1, 2, { note: hostile }), fork("ro-f1", 1, 1), fork("ro-g", 3, 1)];
+  const other = { ...fork("ro-x", 1, 1), metadata: { "agl.fork": { parent_rollout_id: "ro-other" } } };
+  answers["/v1/agl/rollouts"] = { items: [parent, ...forks, other] };
+  answers["/v1/agl/rollouts/ro-p"] = parent;
+  answers["/v1/agl/rollouts/ro-p/attempts"] = { items: [] };
+  answers["/v1/agl/spans"] = { items: [] };
+  answers["/v1/agl-host/outcomes"] = { items: [{ rollout_id: "ro-f1", final_reward: 0.25 }, { rollout_id: "ro-f2", final_reward: 1 }] };
+  const find = (node, pred, out = []) => {
+    if (pred(node)) out.push(node);
+    for (const child of node.children ?? []) find(child, pred, out);
+    return out;
+  };
+  const { render } = await import("../views/rollout.js");
+  const root = await render({ ...context, id: "ro-p" });
+  const [section] = find(root, (n) => n.attributes?.["data-branches"] !== undefined);
+  assert.ok(section, root.textContent);
+  assert.ok(section.textContent.includes("Branches (3)"), section.textContent);
+  const calls = find(section, (n) => n.attributes?.["data-branch-call"] !== undefined).map((n) => n.attributes["data-branch-call"]);
+  assert.deepEqual(calls, ["1", "3"]);
+  const rows = find(section, (n) => n.attributes?.["data-branch-rollout"] !== undefined);
+  assert.deepEqual(rows.map((n) => n.attributes["data-branch-rollout"]), ["ro-f1", "ro-f2", "ro-g"], "by call, then branch");
+  assert.ok(rows[0].textContent.includes("1 of 2") && rows[0].textContent.includes("0.2500"), rows[0].textContent);
+  assert.ok(rows[1].textContent.includes("1.0000"), rows[1].textContent);
+  assert.deepEqual(find(rows[0], (n) => n.tag === "a").map((a) => a.attributes.href), ["#/rollout/ro-f1"]);
+  assert.ok(!root.textContent.includes("ro-x"), "another rollout's fork is not listed");
+
+  // The fork's page: its line, the ids (hostile ones too) as text and encoded in the links.
+  const weird = { ...fork("ro-f3", 2, 1), metadata: { "agl.fork": {
+    parent_rollout_id: hostile, parent_attempt_id: "at/1?x", at_llm_call: 2, branch: 1, branches: hostile } } };
+  answers["/v1/agl/rollouts/ro-f3"] = weird;
+  answers["/v1/agl/rollouts/ro-f3/attempts"] = { items: [] };
+  answers["/v1/agl/rollouts"] = { items: [parent, weird] };
+  const page = await render({ ...context, id: "ro-f3" });
+  const [line] = find(page, (n) => n.attributes?.["data-forked-from"] !== undefined);
+  assert.equal(line.textContent, `Forked from ${hostile} (attempt at/1?x) at LLM call 2, branch 1 of ${hostile}`);
+  assert.deepEqual(find(line, (n) => n.tag === "a").map((a) => a.attributes.href), [
+    `#/rollout/${encodeURIComponent(hostile)}`, `#/rollout/${encodeURIComponent(hostile)}?attempt=at%2F1%3Fx`,
+  ]);
+  assert.ok(find(page, (n) => n.tag === "img").length === 0, "nothing from the store became markup");
+  assert.ok(find(page, (n) => n.attributes?.["data-branches"] !== undefined).length === 0, "no fork of its own: no section");
+
+  // The rollouts list: a badge on each fork only.
+  answers["/v1/agl/rollouts"] = { items: [parent, ...forks] };
+  const list = await (await import("../views/rollouts.js")).render(context);
+  const badged = find(list, (n) => n.attributes?.["data-fork-badge"] !== undefined);
+  assert.equal(badged.length, 3);
+  assert.ok(badged.every((b) => b.textContent === "fork"));
+  for (const path of ["/v1/agl/rollouts/ro-p", "/v1/agl/rollouts/ro-p/attempts", "/v1/agl/spans", "/v1/agl-host/outcomes",
+    "/v1/agl/rollouts/ro-f3", "/v1/agl/rollouts/ro-f3/attempts"]) delete answers[path];
+});

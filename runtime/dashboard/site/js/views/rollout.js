@@ -2,10 +2,12 @@
 // (the latest by default) its span tree as a waterfall, each LLM call as a chat (messages,
 // answer, tool calls, tokens, latency), its rewards and its log lines. A span clicked shows all
 // it recorded. While the rollout is unfinished, the view is redrawn as its spans arrive.
+// Forks (`agl-host fork`): a fork says which rollout and attempt it branched from; a rollout
+// others were forked from lists them, by the LLM call they branch at.
 
 import { all, get, optional } from "../api.js";
 import { h, fill, score, duration, time, status, oneLine } from "../dom.js";
-import { isFinished } from "../run-data.js";
+import { isFinished, forkOf, branchesOf, outcomesOf } from "../run-data.js";
 import { setParams } from "../router.js";
 import { flatten, timeline, kind, summary, failureOf, logsOf, rewardsOf } from "../span-tree.js";
 
@@ -26,10 +28,16 @@ async function load(context) {
   const id = context.id;
   const rollout = await get(`/v1/agl/rollouts/${encodeURIComponent(id)}`);
   if (!rollout) return { rollout, content: [h("p", { class: "error" }, `No rollout ${id} in this store.`)] };
-  const [attempts, spans] = await Promise.all([
+  const [attempts, spans, rollouts] = await Promise.all([
     all(`/v1/agl/rollouts/${encodeURIComponent(id)}/attempts`),
     all("/v1/agl/spans", { rollout_id: id }),
+    // The store has no metadata filter: its forks are found among every rollout.
+    all("/v1/agl/rollouts"),
   ]);
+  const branches = branchesOf(rollout.rollout_id, rollouts);
+  const branchOutcomes = branches.length
+    ? await outcomesOf(branches.flatMap((group) => group.forks.map((f) => f.rollout.rollout_id)))
+    : new Map();
   const chosen = attempts.find((a) => a.attempt_id === context.params.attempt) ?? attempts[attempts.length - 1] ?? null;
   const spansOf = (attempt) => spans.filter((s) => s.attempt_id === attempt.attempt_id);
   const [calls, outcomes] = chosen ? await Promise.all([
@@ -41,10 +49,54 @@ async function load(context) {
   return { rollout, content: [
     h("h1", {}, h("span", { class: "mono" }, rollout.rollout_id), " ", status(rollout.status)),
     h("p", { class: "muted" }, `mode ${rollout.mode ?? "-"} · resources ${rollout.resources_id ?? "-"} · started ${time(rollout.start_time)}`),
+    forkedFrom(forkOf(rollout)),
     h("h2", {}, "Input"), h("pre", { class: "detail" }, JSON.stringify(rollout.input, null, 2)),
     h("h2", {}, "Attempts"), attemptsTable(attempts, chosen, spansOf),
+    branches.length ? branchesSection(branches, branchOutcomes) : null,
     chosen ? attemptDetail(chosen, attemptSpans, calls ?? [], outcome) : h("p", { class: "muted" }, "No attempt yet."),
   ] };
+}
+
+/** A value of the store's metadata as text: strings as they are, anything else as JSON, `?` when missing. */
+function shown(value) {
+  if (value === undefined || value === null) return "?";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** `#/rollout/ID` (`?attempt=ID`), the ids encoded. */
+function rolloutHref(rolloutId, attemptId) {
+  const query = typeof attemptId === "string" ? `?attempt=${encodeURIComponent(attemptId)}` : "";
+  return `#/rollout/${encodeURIComponent(rolloutId)}${query}`;
+}
+
+/** A fork's line: "Forked from PARENT (attempt A) at LLM call K, branch i of M"; nothing for a rollout that is not a fork. */
+function forkedFrom(fork) {
+  if (!fork) return null;
+  const parent = fork.parent_rollout_id;
+  const attempt = fork.parent_attempt_id;
+  return h("p", { "data-forked-from": "" },
+    "Forked from ",
+    typeof parent === "string" ? h("a", { class: "mono", href: rolloutHref(parent) }, parent) : shown(parent),
+    " (attempt ",
+    typeof parent === "string" && typeof attempt === "string"
+      ? h("a", { class: "mono", href: rolloutHref(parent, attempt) }, attempt) : h("span", { class: "mono" }, shown(attempt)),
+    `) at LLM call ${shown(fork.at_llm_call)}, branch ${shown(fork.branch)} of ${shown(fork.branches)}`);
+}
+
+/** The rollouts forked from this one, a table per LLM call they branch at. */
+function branchesSection(branches, outcomes) {
+  const count = branches.reduce((n, group) => n + group.forks.length, 0);
+  return h("div", { "data-branches": "" },
+    h("h2", {}, `Branches (${count})`),
+    branches.map((group) => h("div", { "data-branch-call": shown(group.at) },
+      h("h3", {}, `At LLM call ${shown(group.at)}`),
+      h("table", { "data-table": "branches" },
+        h("thead", {}, h("tr", {}, ["branch", "rollout", "status", "final reward"].map((t) => h("th", { class: t === "final reward" ? "num" : null }, t)))),
+        h("tbody", {}, group.forks.map(({ rollout, fork }) => h("tr", { "data-branch-rollout": rollout.rollout_id },
+          h("td", {}, `${shown(fork.branch)} of ${shown(fork.branches)}`),
+          h("td", {}, h("a", { class: "mono", href: rolloutHref(rollout.rollout_id) }, rollout.rollout_id)),
+          h("td", {}, status(rollout.status)),
+          h("td", { class: "num", "data-reward": "" }, score(outcomes.get(rollout.rollout_id)?.final_reward)))))))));
 }
 
 function attemptsTable(attempts, chosen, spansOf) {

@@ -1,7 +1,7 @@
 // Every rollout in one table: filters (status, mode, resources version, flagged only), sort by
 // reward or start, live updates while rollouts are still running. A click opens the rollout.
 
-import { loadRun, isAlgorithmRollout, isFinished } from "../run-data.js";
+import { loadRun, isAlgorithmRollout, isFinished, forkOf } from "../run-data.js";
 import { h, fill, score, duration, time, status, oneLine, select } from "../dom.js";
 import { setParams } from "../router.js";
 
@@ -75,7 +75,8 @@ function row({ rollout, outcome }) {
   const open = () => { location.hash = `#/rollout/${encodeURIComponent(rollout.rollout_id)}`; };
   const end = rollout.end_time ?? (isFinished(rollout) ? null : Date.now() / 1000);
   return h("tr", { class: "clickable", onclick: open, "data-rollout": rollout.rollout_id },
-    h("td", { class: "mono" }, rollout.rollout_id, isAlgorithmRollout(rollout) ? h("span", { class: "muted" }, " (algorithm)") : null),
+    h("td", { class: "mono" }, rollout.rollout_id, isAlgorithmRollout(rollout) ? h("span", { class: "muted" }, " (algorithm)") : null,
+      forkBadge(forkOf(rollout))),
     h("td", {}, status(rollout.status)),
     h("td", {}, rollout.mode ?? "-"),
     h("td", { class: "mono" }, rollout.resources_id ?? "-"),
@@ -88,4 +89,14 @@ function row({ rollout, outcome }) {
     h("td", { class: "time" }, time(rollout.start_time)),
     h("td", {}, outcome?.no_triplet_reason ? h("span", { class: "flag", "data-flag": "", title: outcome.no_triplet_reason }, `⚑ ${outcome.no_triplet_reason}`) : null),
   );
+}
+
+/** A fork's badge, what it branched from in its title; nothing for a rollout that is not a fork. */
+function forkBadge(fork) {
+  if (!fork) return null;
+  const text = (value) => (typeof value === "string" ? value : JSON.stringify(value) ?? "?");
+  return h("span", {
+    class: "badge", "data-fork-badge": "",
+    title: `forked from ${text(fork.parent_rollout_id)} at LLM call ${text(fork.at_llm_call)}, branch ${text(fork.branch)} of ${text(fork.branches)}`,
+  }, "fork");
 }
