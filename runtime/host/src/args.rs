@@ -1,5 +1,5 @@
 //! The command line: `agl-host run`, `dev`, `eval`, `store`, `runner`, `build`, `runs`, `show`,
-//! `best` and `export`, their flags and their help text. The subcommands' help is neither reflowed nor
+//! `best`, `export`, `replay` and `fork`, their flags and their help text. The subcommands' help is neither reflowed nor
 //! wrapped (`verbatim_doc_comment`, `term_width = 0`), so that an example command stays on one
 //! line and can be pasted.
 
@@ -245,6 +245,151 @@ pub enum Command {
     ///   agl-host export --store http://10.0.0.5:4747 --token secret --format spans --all-attempts
     #[command(after_long_help = EXPORT_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
     Export(ExportArgs),
+    /// Replay recorded attempts offline: check that an attempt replays the same, or a new build against the record.
+    ///
+    /// Every attempt a run makes is recorded (unless it ran with --no-record): what entered its
+    /// agent — the task, the resources, the LLM's answers, HTTP responses, the seed and the clock
+    /// start. A replay runs the agent again with every host call answered from that record: no LLM
+    /// is called, nothing reaches the network, nothing is written to the run's store.
+    ///
+    /// With ROLLOUT (an id, or a unique part of one): its latest attempt (or --attempt N) is
+    /// replayed with the run's own agent, loaded as the run loaded it (from the command line its
+    /// record keeps); the replay's span tree is printed, then the verdict: identical (same status,
+    /// reward and spans), or where it differs — the first host call that is not the recorded one,
+    /// with a diff of the recorded and the replayed request.
+    ///
+    /// Without ROLLOUT: every recorded attempt of the run (the latest of each rollout; --status
+    /// keeps those that ended so), --jobs at a time, one line each — identical, same-reward (the
+    /// spans differ), reward-changed (status or reward) or diverged — then the counts. --agent PATH
+    /// replays against another build (a .wasm or a guest folder): a regression check for CI. While
+    /// it makes the recorded calls it gets the recorded answers; at the first call that differs it
+    /// stops (diverged), or with --live goes on live, with the LLM of the --llm-* flags. Examples:
+    ///
+    ///   agl-host replay run-20261124-210620-e352 ro-01a2c7747706
+    ///   agl-host replay run-20261124 --agent examples/math-agent --json
+    ///   agl-host replay run-20261124 --agent ./new-agent --status succeeded --live --llm-script rules.json
+    #[command(after_long_help = REPLAY_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Replay(ReplayArgs),
+    /// Fork a recorded attempt at one of its LLM calls: replay it up to there, then run it on live.
+    ///
+    /// The host calls before the K-th LLM call (--at-llm-call K, 1 for the first) are answered
+    /// from the attempt's recording; call K gets --reply TEXT, or goes to the LLM of the --llm-*
+    /// flags; every later call is live. Each of the --branches M new rollouts (in the run's own
+    /// store; the parent's task, split and resources; metadata "agl.fork" names the parent
+    /// rollout and attempt, K and the branch) runs as one attempt, its spans and recording kept;
+    /// their ids, status and reward are printed (`agl-host show RUN ID` shows one). --reply with
+    /// --branches above 1 needs an LLM too (then only the later, live calls tell the branches
+    /// apart; without one they would be identical, and are refused). Examples:
+    ///
+    ///   agl-host fork run-20261124-210620-e352 ro-01a2c7747706 --at-llm-call 2 --reply "The answer is 42"
+    ///   agl-host fork run-20261124 ro-01a --at-llm-call 1 --branches 4 --llm-endpoint http://127.0.0.1:8000/v1 --llm-model m
+    #[command(after_long_help = FORK_EXIT_CODES, verbatim_doc_comment, term_width = 0)]
+    Fork(ForkArgs),
+}
+
+const REPLAY_EXIT_CODES: &str = "\
+Exit codes:
+  0    every attempt replayed as recorded: identical (with --agent or --live: identical or
+       same-reward)
+  1    an attempt replayed otherwise (diverged, reward-changed; with the run's own agent and no
+       --live, spans that differ), or the store could not be read
+  2    bad arguments, an unknown run or rollout (or one named ambiguously), an attempt with no
+       recording, an agent that changed since the run (without --agent), no LLM for --live";
+
+const FORK_EXIT_CODES: &str = "\
+Exit codes:
+  0    every branch ran (an agent's failure is a result: see the branch's status)
+  1    a branch could not be made or run (the store failed)
+  2    bad arguments, an unknown run or rollout, an attempt with no recording, --at-llm-call out
+       of range, no LLM where the fork needs one, an agent that changed since the run";
+
+/// The run and the attempt `replay` and `fork` read, and the values the run's record hides.
+#[derive(Debug, Args)]
+pub struct RecordedAttemptArgs {
+    /// The run: its id (or a unique start of it) under --dir, its name (`run --name`), or a .db file.
+    #[arg(value_name = "RUN", required_unless_present = "db")]
+    pub run: Option<String>,
+    /// Open this store instead of a kept run's file: sqlite:PATH, postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Where run ids and names are looked up.
+    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
+    pub dir: PathBuf,
+    /// A value the run's record hides (it was given to the run as --agent-env NAME=VALUE): the
+    /// replay must grant the agent the same environment.
+    #[arg(long = "agent-env", value_name = "NAME=VALUE")]
+    pub agent_env: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub recorded: RecordedAttemptArgs,
+    /// A rollout of the run (its id, or a unique part of it): replay its latest attempt (or
+    /// --attempt N's). None: every recorded attempt of the run.
+    #[arg(value_name = "ROLLOUT")]
+    pub rollout: Option<String>,
+    /// With ROLLOUT: replay this attempt (1, 2, ...) rather than the latest.
+    #[arg(long, value_name = "N", requires = "rollout")]
+    pub attempt: Option<u32>,
+    /// Replay against this agent (a .wasm or a guest folder) rather than the run's own.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<PathBuf>,
+    /// Without ROLLOUT: only the attempts that ended so in the run (repeat, or separate with
+    /// commas): succeeded, failed, timeout, unresponsive.
+    #[arg(long, value_name = "STATUS", value_delimiter = ',', value_parser = parse_attempt_status, conflicts_with = "rollout")]
+    pub status: Vec<agl_store::AttemptStatus>,
+    /// At the first call that differs from the record, go on live (with the --llm-* flags)
+    /// rather than stop.
+    #[arg(long)]
+    pub live: bool,
+    /// Attempts replayed at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
+    /// Print a JSON report instead (each attempt's class, divergence and diff, and the counts).
+    #[arg(long)]
+    pub json: bool,
+    /// With --live: where the calls past a divergence go.
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    #[command(flatten)]
+    pub recorded: RecordedAttemptArgs,
+    /// The rollout: its id, or a unique part of it (required; with --db, RUN may be left out).
+    #[arg(value_name = "ROLLOUT")]
+    pub rollout: Option<String>,
+    /// Fork this attempt (1, 2, ...) rather than the latest.
+    #[arg(long, value_name = "N")]
+    pub attempt: Option<u32>,
+    /// The LLM call (1 for the first) from which the fork runs live.
+    #[arg(long, value_name = "K")]
+    pub at_llm_call: u32,
+    /// Answer LLM call K with TEXT (the calls after it are live).
+    #[arg(long, value_name = "TEXT")]
+    pub reply: Option<String>,
+    /// How many forks (new rollouts) to make.
+    #[arg(long, value_name = "M", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub branches: u16,
+    /// Print the new rollouts as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where LLM call K (without --reply) and the later ones go.
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+fn parse_attempt_status(text: &str) -> Result<agl_store::AttemptStatus, String> {
+    use agl_store::AttemptStatus;
+    AttemptStatus::ALL
+        .into_iter()
+        .find(|status| status.as_str() == text)
+        .ok_or_else(|| {
+            let names: Vec<&str> = AttemptStatus::ALL.iter().map(|s| s.as_str()).collect();
+            format!("expected one of {}", names.join(", "))
+        })
 }
 
 const DASHBOARD_EXIT_CODES: &str = "\
@@ -429,6 +574,10 @@ pub struct ExportArgs {
     /// left out.
     #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = crate::export_cmd::parse_reward)]
     pub max_reward: Option<f64>,
+    /// Also the fork rollouts `agl-host fork` made (left out by default: the run's own training
+    /// data); each of their lines carries its lineage in `fork` (not with --format spans).
+    #[arg(long)]
+    pub include_forks: bool,
 }
 
 fn parse_mode(text: &str) -> Result<agl_store::Mode, String> {
@@ -675,6 +824,11 @@ pub struct RunnerArgs {
     /// No line per finished rollout (`run --strategy client-server` starts its runners so).
     #[arg(long)]
     pub quiet: bool,
+    /// Do not record the attempts. A recording keeps what entered each agent (task, resources,
+    /// LLM answers, HTTP responses, seed, clock start) so that `agl-host replay` and `agl-host
+    /// fork` can run an attempt again offline.
+    #[arg(long)]
+    pub no_record: bool,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
@@ -800,6 +954,11 @@ pub struct CommonArgs {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Do not record the attempts. A recording keeps what entered each agent (task, resources,
+    /// LLM answers, HTTP responses, seed, clock start) so that `agl-host replay` and `agl-host
+    /// fork` can run an attempt again offline.
+    #[arg(long)]
+    pub no_record: bool,
     /// shared-memory: runners in this process; client-server: runner processes talking HTTP to
     /// the store this process serves on 127.0.0.1.
     #[arg(long, value_enum, default_value = "shared-memory")]

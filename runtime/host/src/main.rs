@@ -13,6 +13,7 @@ mod dashboard_runs;
 mod eval_cmd;
 mod export_cmd;
 mod fleet;
+mod fork_cmd;
 mod inputs;
 mod llm;
 mod otlp_export;
@@ -22,6 +23,8 @@ mod progress;
 mod proxy_capabilities;
 mod redact;
 mod remote;
+mod replay_cmd;
+mod replay_run;
 mod results;
 mod resume;
 mod run;
@@ -80,6 +83,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => show_cmd::run(args).await,
         Command::Dashboard(args) => dashboard_cmd::run(args).await,
         Command::Export(args) => export_cmd::run(args).await,
+        Command::Replay(args) => replay_cmd::run(args).await,
+        Command::Fork(args) => fork_cmd::run(args).await,
     }
 }
 

@@ -77,17 +77,7 @@ pub fn rewrite_command_line(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsSt
     }
     // The recorded command without its own --db (the store is the one being resumed), its
     // hidden values given again.
-    let mut own = Vec::with_capacity(record.command.len());
-    let mut kept = record.command.into_iter();
-    while let Some(word) = kept.next() {
-        if word == "--db" {
-            kept.next();
-            continue;
-        }
-        if !word.starts_with("--db=") {
-            own.push(word);
-        }
-    }
+    let mut own = recorded_command(&record);
     let others: Vec<String> = others.into_iter().cloned().collect();
     crate::redact::restore(&record.run_id, &mut own, &others)?;
     let mut rewritten: Vec<OsString> = vec![argv[0].clone()];
@@ -95,6 +85,24 @@ pub fn rewrite_command_line(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsSt
     rewritten.extend(own.into_iter().map(OsString::from));
     rewritten.extend(["--db".into(), url.to_string().into(), "--resume".into(), run.into()]);
     Ok(Some(rewritten))
+}
+
+/// The command line a kept run was started with (the subcommand first), as its record keeps it
+/// (its secrets hidden), without its own `--db`: the store it names is the one being read again
+/// (`--resume`, and `agl-host replay` and `fork`, which load the run's agent from it).
+pub fn recorded_command(record: &agl_store::RunRecord) -> Vec<String> {
+    let mut own = Vec::with_capacity(record.command.len());
+    let mut kept = record.command.iter();
+    while let Some(word) = kept.next() {
+        if word == "--db" {
+            kept.next();
+            continue;
+        }
+        if !word.starts_with("--db=") {
+            own.push(word.clone());
+        }
+    }
+    own
 }
 
 /// The run record of the store at `url`, read before the async runtime starts.

@@ -114,7 +114,10 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<ExitCode> {
     };
     let strategy = ExecutionStrategy::InProcess(InProcessRunners {
         worker_prefix: prefix.clone(),
-        options: timing.runner_options(),
+        options: RunnerOptions {
+            record: !args.no_record,
+            ..timing.runner_options()
+        },
         hooks,
         span_export: otlp.as_ref().map(OtlpExport::span_export),
         proxy: Some(Arc::new(crate::proxy_capabilities::RemoteCapabilities::new(

@@ -21,14 +21,15 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The store opened, and how to name the run to the user.
-struct Opened {
-    store: Arc<dyn StoreBackend>,
-    record: Option<RunRecord>,
+/// The store opened, and how to name the run to the user (`replay` and `fork` find their rollout
+/// in it as `show` does).
+pub(crate) struct Opened {
+    pub store: Arc<dyn StoreBackend>,
+    pub record: Option<RunRecord>,
     /// The database file or URL.
-    place: String,
+    pub place: String,
     /// How to name the run in a suggested command (`agl-host show NAME ...`).
-    name: String,
+    pub name: String,
 }
 
 pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
@@ -49,14 +50,26 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
 /// Opens the store RUN or --db names; returns it and the rollout asked for, if any.
 async fn open(args: &ShowArgs) -> anyhow::Result<(Opened, Option<String>)> {
     let (url, name) = agl_runs::find::resolve(args.db.as_deref(), args.run.as_deref(), &args.dir)?;
-    let OpenedKept { store, record, place } = open_kept(&url).await?;
-    let mut rollout = args.rollout.clone();
+    let kept = open_kept(&url).await?;
+    name_run(kept, name, args.run.as_deref(), args.rollout.clone())
+}
+
+/// The store `kept` (found by RUN, named `name`, or by --db: `name` is `None`) and the rollout
+/// asked for: with --db, RUN, if given, is the run id the store keeps, or else the rollout.
+pub(crate) fn name_run(
+    kept: OpenedKept,
+    name: Option<String>,
+    run: Option<&str>,
+    rollout: Option<String>,
+) -> anyhow::Result<(Opened, Option<String>)> {
+    let OpenedKept { store, record, place } = kept;
+    let mut rollout = rollout;
     let name = match name {
         Some(name) => name,
         // --db: RUN, if given, is the run id the store keeps, or else the rollout.
         None => {
             let kept_id = record.as_ref().map(|r| r.run_id.as_str());
-            match (args.run.as_deref(), rollout.is_some()) {
+            match (run, rollout.is_some()) {
                 (Some(run), _) if Some(run) == kept_id => {}
                 (Some(run), true) => {
                     return Err(InputError(format!(
@@ -131,7 +144,7 @@ async fn rollout_rows(store: &dyn StoreBackend) -> anyhow::Result<Vec<RolloutRow
 }
 
 /// Why an attempt failed: its runner's reason, else what its status says.
-fn failure_reason(attempt: &Attempt) -> Option<String> {
+pub(crate) fn failure_reason(attempt: &Attempt) -> Option<String> {
     if let Some(reason) = agl_wasm::algorithm::attempt_failure(attempt) {
         return Some(reason);
     }
@@ -343,7 +356,7 @@ struct RolloutJson<'a> {
 /// The rollout whose id is `prefix`, or the one whose id contains it (rollouts made together
 /// share the start of their ids, so the last digits are what tell them apart); where several
 /// contain it, the one whose id starts or ends with it, if only one does.
-async fn find_rollout(opened: &Opened, prefix: &str) -> anyhow::Result<Rollout> {
+pub(crate) async fn find_rollout(opened: &Opened, prefix: &str) -> anyhow::Result<Rollout> {
     let store = opened.store.as_ref();
     if let Some(view) = store.get_rollout_by_id(prefix).await.context("reading the rollout")? {
         return Ok(view.rollout);
@@ -390,6 +403,27 @@ async fn find_rollout(opened: &Opened, prefix: &str) -> anyhow::Result<Rollout> 
     }
 }
 
+/// Attempt `number` (1, 2, ...) of `attempts` (a rollout's, in order), or the latest.
+pub(crate) fn pick_attempt<'a>(
+    rollout_id: &str,
+    attempts: &'a [Attempt],
+    number: Option<u32>,
+) -> Result<Option<&'a Attempt>, InputError> {
+    match number {
+        Some(n) => Ok(Some(attempts.iter().find(|a| a.sequence_id == n).ok_or_else(|| {
+            InputError(format!(
+                "rollout {rollout_id} has no attempt {n} (it has {})",
+                match attempts.len() {
+                    0 => "none".to_owned(),
+                    1 => "attempt 1".to_owned(),
+                    k => format!("attempts 1 to {k}"),
+                }
+            ))
+        })?)),
+        None => Ok(attempts.last()),
+    }
+}
+
 async fn show_rollout(
     opened: &Opened,
     prefix: &str,
@@ -404,20 +438,7 @@ async fn show_rollout(
         .await
         .with_context(|| format!("reading the attempts of rollout {}", rollout.rollout_id))?
         .items;
-    let chosen = match attempt_number {
-        Some(n) => Some(attempts.iter().find(|a| a.sequence_id == n).ok_or_else(|| {
-            InputError(format!(
-                "rollout {} has no attempt {n} (it has {})",
-                rollout.rollout_id,
-                match attempts.len() {
-                    0 => "none".to_owned(),
-                    1 => "attempt 1".to_owned(),
-                    k => format!("attempts 1 to {k}"),
-                }
-            ))
-        })?),
-        None => attempts.last(),
-    };
+    let chosen = pick_attempt(&rollout.rollout_id, &attempts, attempt_number)?;
     let spans = match chosen {
         Some(attempt) => spans_of(store, &rollout, Some(&attempt.attempt_id)).await?,
         None => Vec::new(),

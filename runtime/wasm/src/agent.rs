@@ -146,6 +146,7 @@ impl AgentComponent {
         rollout: &Rollout,
         attempt: &Attempt,
         resources: Option<&ResourcesUpdate>,
+        default_model: &str,
         tape: TapeMode,
     ) -> Result<(Header, TapeMode), String> {
         let header = match &tape {
@@ -183,6 +184,7 @@ impl AgentComponent {
                 seed: attempt_seed(&rollout.rollout_id, attempt.sequence_id),
                 clock_start: attempt.start_time,
                 clock: if self.policy.clock.real { "real" } else { "virtual" }.to_owned(),
+                default_model: Some(default_model.to_owned()),
                 env: self.granted_env(),
                 dirs: self
                     .policy
@@ -211,7 +213,13 @@ impl AgentComponent {
     pub async fn run_attempt(&self, request: AttemptRequest<'_>) -> AttemptOutcome {
         let started = Instant::now();
         let (rollout, attempt) = (request.rollout, request.attempt);
-        let (header, tape) = match self.tape_for(rollout, attempt, request.resources.as_deref(), request.tape) {
+        let (header, tape) = match self.tape_for(
+            rollout,
+            attempt,
+            request.resources.as_deref(),
+            request.llm.default_model(),
+            request.tape,
+        ) {
             Ok(made) => made,
             Err(reason) => return AttemptOutcome::failed_before_start(reason),
         };

@@ -147,7 +147,10 @@ pub(super) async fn choose(
         }
         (Some(agent), _) => (
             ExecutionStrategy::InProcess(InProcessRunners {
-                options: timing.runner_options(),
+                options: agl_runner::RunnerOptions {
+                    record: !common.no_record,
+                    ..timing.runner_options()
+                },
                 hooks,
                 span_export: otlp.map(OtlpExport::span_export),
                 proxy: proxy.map(|proxy| proxy.capabilities.clone()),
@@ -193,6 +196,9 @@ fn runner_process_args(common: &CommonArgs, agent_path: &Path, unresponsive_afte
         "--unresponsive-after".into(),
         unresponsive_after.into(),
     ];
+    if common.no_record {
+        args.push("--no-record".into());
+    }
     args.extend(common.passed_on.iter().cloned());
     args
 }
@@ -220,6 +226,7 @@ mod tests {
             "100ms",
             "--grace",
             "5s",
+            "--no-record",
         ])
         .expect("parses");
         let Command::Run(run) = cli.command else {
@@ -237,5 +244,6 @@ mod tests {
             runner.unresponsive_after.as_str(),
         );
         assert_eq!(timing, ("100ms", "5s", "3s"));
+        assert!(runner.no_record, "they record what the run records");
     }
 }

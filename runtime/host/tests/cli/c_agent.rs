@@ -49,8 +49,8 @@ fn toolchain() -> &'static Toolchain {
 }
 
 /// `examples/c-agent`, built once per test process. The example must compile without a warning
-/// under `-Wall -Wextra`.
-fn c_agent() -> &'static Path {
+/// under `-Wall -Wextra`. (Also `replay.rs`'s.)
+pub(crate) fn c_agent() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let toolchain = toolchain();
     BUILT.get_or_init(|| {

@@ -38,6 +38,7 @@ mod otlp_export;
 mod postgres_replicas;
 mod python_agents;
 mod python_client;
+mod replay;
 mod run;
 mod runner_fault_tolerance;
 mod sandbox_refusals;

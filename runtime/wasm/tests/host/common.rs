@@ -205,8 +205,9 @@ impl agl_llm::LlmBackend for NoLlm {
         panic!("a replay reached the LLM")
     }
 
+    /// Not the recorded backend's: a replay's requests are still the recorded ones.
     fn default_model(&self) -> &str {
-        "scripted"
+        "no-model"
     }
 
     fn describe(&self) -> String {

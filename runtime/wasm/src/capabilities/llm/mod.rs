@@ -56,11 +56,14 @@ impl LlmGate {
         self.allowance.tokens()
     }
 
-    /// The model `request` will use: its own, else the backend's default.
+    /// The model `request` will use: its own, else the default — the backend's, or, while a
+    /// replay answers from its tape, the one the recorded backend had (so that the request is
+    /// the recorded one whatever backend the replay is given).
     pub(crate) fn model_of(&self, request: &wit::ChatRequest) -> String {
         request
             .model
             .clone()
+            .or_else(|| self.tape.recorded_default_model())
             .unwrap_or_else(|| self.backend.default_model().to_owned())
     }
 
@@ -75,8 +78,10 @@ impl LlmGate {
         request: ChatRequest,
         cue: Cue,
     ) -> Result<ChatResponse, (wit::LlmError, Option<Refused>)> {
+        let default_model = self.tape.recorded_default_model();
+        let default_model = default_model.as_deref().unwrap_or(self.backend.default_model());
         self.allowance
-            .admit_explained(&request, self.backend.default_model())
+            .admit_explained(&request, default_model)
             .map_err(|(refusal, refused)| {
                 let error = match refusal {
                     LlmRefusal::ModelNotAllowed(model) => wit::LlmError::ModelNotAllowed(model),
@@ -255,11 +260,18 @@ pub(crate) async fn traced_chat(
     cap: usize,
 ) -> Result<Result<wit::ChatResponse, wit::LlmError>, Diverged> {
     let model = gate.model_of(&request);
-    let converted = to_backend_request(request, model.clone());
+    let named_model = request.model.is_some();
+    let mut converted = to_backend_request(request, model.clone());
     let cue = gate.tape.call(LLM_CHAT, || match &converted {
         Ok(request) => serde_json::to_value(request).unwrap_or(serde_json::Value::Null),
         Err(error) => serde_json::json!({ "invalid": error_kind(error).1 }),
     })?;
+    // A replay's call that leaves the tape (a fork, a divergence gone live) without a model of
+    // its own takes the live backend's default, not the recorded one.
+    let left_the_tape = gate.tape.is_replaying() && gate.tape.recorded_default_model().is_none();
+    if let (Ok(request), false, true) = (&mut converted, named_model, left_the_tape) {
+        request.model = None;
+    }
     let attributes = match &converted {
         Ok(request) => llm_span::request_attributes(request, &model, cap),
         Err(_) => vec![

@@ -52,8 +52,11 @@ pub struct Header {
     /// Where its virtual wall clock started (seconds since the Unix epoch).
     pub clock_start: f64,
     /// `virtual` or `real`. Real clocks' readings are not on the tape: such an attempt replays
-    /// with virtual ones, and the replay says so.
+    /// on real clocks again.
     pub clock: String,
+    /// The LLM backend's default model (what a request naming none was sent with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
     /// The environment variables the guest was granted, in order: each name with the SHA-256 of
     /// its value (values may be secrets; a replay checks it is granted the same ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -159,6 +162,7 @@ mod tests {
             seed: 7,
             clock_start: 1_800_000_000.5,
             clock: "virtual".into(),
+            default_model: Some("scripted".into()),
             env: vec![("KEY".into(), "value".into())],
             dirs: Vec::new(),
         }

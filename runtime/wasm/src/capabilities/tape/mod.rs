@@ -221,6 +221,22 @@ impl TapeHandle {
         self.0.is_some()
     }
 
+    /// Whether this tape replays one (answering from it, or live past where it left it).
+    pub fn is_replaying(&self) -> bool {
+        self.0.as_ref().is_some_and(|shared| shared.lock().source.is_some())
+    }
+
+    /// While a replay answers from its tape: the LLM backend's default model when the attempt
+    /// was recorded (`None` when it goes live, or the tape does not say).
+    pub fn recorded_default_model(&self) -> Option<String> {
+        let shared = self.0.as_ref()?;
+        let deck = shared.lock();
+        if deck.source.is_none() || deck.live {
+            return None;
+        }
+        deck.header.default_model.clone()
+    }
+
     /// A call that may be answered from outside the instance, or whose answer is kept: what
     /// to do with it. `request` is made only when the tape is on.
     pub fn call(&self, call: &str, request: impl FnOnce() -> Value) -> Result<Cue, Diverged> {
@@ -476,6 +492,7 @@ mod tests {
             seed: 1,
             clock_start: 0.0,
             clock: "virtual".into(),
+            default_model: None,
             env: Vec::new(),
             dirs: Vec::new(),
         }
