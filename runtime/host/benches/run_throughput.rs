@@ -16,7 +16,8 @@
 //! strategy (one runner only) is measured too, for reference.
 //!
 //! Run: `cargo bench -p agl-host --bench run_throughput` (`-- --quick` for a smoke run: the Rust
-//! agent only, no anchor; `-- --languages` to leave Rust out).
+//! agent only, no anchor; `-- --languages` to leave Rust out; `-- --recording` for recording's
+//! cost alone: the Rust agent with and without `--no-record`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -66,6 +67,19 @@ fn cache_dir() -> PathBuf {
 }
 
 fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, runners: u32, out: &Path) -> f64 {
+    rollouts_per_second_with(agent, algo, train, rules, runners, out, &[])
+}
+
+/// [`rollouts_per_second`] with `extra` flags for `run` (e.g. `--no-record`).
+fn rollouts_per_second_with(
+    agent: &Path,
+    algo: &Path,
+    train: &Path,
+    rules: &Path,
+    runners: u32,
+    out: &Path,
+    extra: &[&str],
+) -> f64 {
     let output = Command::new(env!("CARGO_BIN_EXE_agl-host"))
         .args([
             "run",
@@ -85,6 +99,7 @@ fn rollouts_per_second(agent: &Path, algo: &Path, train: &Path, rules: &Path, ru
         .arg(rules)
         .arg("--output")
         .arg(out)
+        .args(extra)
         .env("AGL_CACHE_DIR", cache_dir())
         .env_remove("RUST_BACKTRACE")
         .output()
@@ -136,9 +151,53 @@ fn median(mut rates: Vec<f64>) -> f64 {
     rates[rates.len() / 2]
 }
 
+/// What recording costs `agl-host run`: the Rust probe's trivial rollouts with recording (the
+/// default) and with `--no-record`, in alternating runs; the medians and the median of the
+/// per-pair ratios.
+fn recording_cost(quick: bool, algo: &Path, rules: &Path, dir: &Path) {
+    let (tasks, pairs) = if quick { (2_000, 1) } else { (20_000, 7) };
+    let train = dir.join("train-recording.jsonl");
+    std::fs::write(&train, "{\"do\":\"noop\"}\n".repeat(tasks)).expect("dataset");
+    let probe = agl_guest_build::build_guest("tests/guests/probe").expect("probe builds");
+    let out = dir.join("results-recording.json");
+    rollouts_per_second(&probe, algo, &train, rules, 1, &out); // fills the compile cache
+    let (mut on, mut off, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..pairs {
+        let without = rollouts_per_second_with(&probe, algo, &train, rules, 1, &out, &["--no-record"]);
+        let with = rollouts_per_second(&probe, algo, &train, rules, 1, &out);
+        ratios.push(with / without);
+        on.push(with);
+        off.push(without);
+    }
+    println!("recording's cost: the Rust probe's noop, {tasks} tasks, 1 runner, {pairs} alternating pairs");
+    println!("| recording | rollouts/s (median) | runs |");
+    println!("|---|---:|---|");
+    println!("| off (`--no-record`) | {:.0} | {off:.0?} |", median(off.clone()));
+    println!("| on (the default) | {:.0} | {on:.0?} |", median(on.clone()));
+    println!(
+        "on ÷ off, median of the pairs: {:.3} ({ratios:.3?})",
+        median(ratios.clone())
+    );
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let languages_only = std::env::args().any(|a| a == "--languages");
+    if std::env::args().any(|a| a == "--recording") || quick {
+        let algo = agl_guest_build::build_guest("plugins/baseline").expect("baseline builds");
+        let dir = std::env::temp_dir().join(format!("agl-run-bench-rec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        recording_cost(
+            quick,
+            &algo,
+            &agl_guest_build::repo_root().join("examples/math-agent/rules.json"),
+            &dir,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        if !quick {
+            return;
+        }
+    }
     let repetitions = if quick { 1 } else { 3 };
     let algo = agl_guest_build::build_guest("plugins/baseline").expect("baseline builds");
     let root = agl_guest_build::repo_root();

@@ -185,7 +185,10 @@ impl AgentComponent {
                 clock_start: attempt.start_time,
                 clock: if self.policy.clock.real { "real" } else { "virtual" }.to_owned(),
                 default_model: Some(default_model.to_owned()),
-                env: self.granted_env(),
+                env: match tape {
+                    TapeMode::Off => Vec::new(),
+                    _ => self.granted_env(),
+                },
                 dirs: self
                     .policy
                     .grants
@@ -258,14 +261,15 @@ impl AgentComponent {
             resources_id: header.resources_id.clone(),
         };
         let task_json = header.task.clone();
+        let clock_start = header.clock_start;
         let policy = &self.policy;
         let handle = match tape {
             TapeMode::Off => TapeHandle::default(),
-            TapeMode::Record => TapeHandle::recording(header.clone()),
-            TapeMode::Replay(plan) => TapeHandle::replaying(header.clone(), *plan),
+            TapeMode::Record => TapeHandle::recording(header),
+            TapeMode::Replay(plan) => TapeHandle::replaying(header, *plan),
         };
         let instance = InstanceContext {
-            start: Duration::try_from_secs_f64(header.clock_start).unwrap_or_default(),
+            start: Duration::try_from_secs_f64(clock_start).unwrap_or_default(),
             seed,
             llm: request.llm,
             llm_allowance: request.llm_allowance,

@@ -185,6 +185,16 @@ fn granted_the_agent_looks_capitals_up_and_its_trace_nests_llm_http_llm_reward()
     let refused = http_spans(&unknown);
     assert_eq!(refused.len(), 1, "{unknown:#?}");
     assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
+
+    // With the service gone, every attempt replays identically from its recording: each lookup
+    // (the 404 too) is answered from the record, and nothing reaches the network.
+    let lookup = format!("LOOKUP_URL={}", service.url);
+    drop(service);
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let replayed = agl_host(&["replay", "--db", &db, "--agent-env", &lookup]);
+    let said = text(&replayed);
+    assert_eq!(replayed.status.code(), Some(0), "{said}");
+    assert!(said.contains("5 attempt(s) replayed: 5 identical"), "{said}");
 }
 
 #[test]

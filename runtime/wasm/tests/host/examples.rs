@@ -41,6 +41,7 @@ async fn math_agent_solves_the_val_set_with_the_scripted_model_and_traces_every_
         );
         assert_eq!(ran.outcome.reward, Some(1.0), "task {task}");
         assert_eq!(ran.outcome.llm_calls, 1);
+        assert_replays_identically(&ran, &agent).await;
 
         // One root span per attempt; every other span is a descendant of it.
         let root = ran.root();
@@ -138,6 +139,7 @@ async fn classifier_agent_scores_what_the_scripted_model_gets_right() {
             ran.outcome.failure
         );
         total += ran.outcome.reward.expect("a reward");
+        assert_replays_identically(&ran, &agent).await;
     }
     let mean = total / tasks.len() as f64;
     assert!(

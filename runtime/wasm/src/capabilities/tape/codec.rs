@@ -33,6 +33,21 @@ pub fn pack(value: Value, blobs: &mut BTreeMap<String, String>) -> Value {
     }
 }
 
+/// Whether [`pack`] changes `text` (a blob, or an escape).
+pub fn is_packable(text: &str) -> bool {
+    text.len() >= BLOB_MIN_BYTES || text.starts_with(ESCAPE)
+}
+
+/// Whether [`pack`] changes some string of `value`.
+pub fn any_packable(value: &Value) -> bool {
+    match value {
+        Value::String(text) => is_packable(text),
+        Value::Array(items) => items.iter().any(any_packable),
+        Value::Object(fields) => fields.values().any(any_packable),
+        _ => false,
+    }
+}
+
 fn pack_text(text: String, blobs: &mut BTreeMap<String, String>) -> String {
     if text.len() >= BLOB_MIN_BYTES {
         let address = blob_address(&text);

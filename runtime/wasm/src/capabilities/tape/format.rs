@@ -29,7 +29,7 @@ pub struct Tape {
 }
 
 /// What the guest was given before it made a call, and what ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     /// The agent's name and the SHA-256 of its component's bytes.
     pub agent: String,
@@ -128,14 +128,42 @@ impl Tape {
     /// be the header's: a replayed or forked attempt keeps the context it was handed).
     pub fn to_recording(&self, rollout_id: &str, attempt_id: &str) -> Recording {
         let mut blobs = BTreeMap::new();
-        let value = serde_json::to_value(self).unwrap_or(Value::Null);
-        let packed = codec::pack(value, &mut blobs);
+        // Most tapes of small attempts have no string to pack: written out in one pass.
+        let tape = if self.has_packable() {
+            let value = serde_json::to_value(self).unwrap_or(Value::Null);
+            codec::pack(value, &mut blobs).to_string()
+        } else {
+            serde_json::to_string(self).unwrap_or_default()
+        };
         Recording {
             rollout_id: rollout_id.to_owned(),
             attempt_id: attempt_id.to_owned(),
-            tape: packed.to_string(),
+            tape,
             blobs,
         }
+    }
+
+    /// Whether some string of the tape is one `codec::pack` changes.
+    fn has_packable(&self) -> bool {
+        let h = &self.header;
+        let texts = [&h.agent, &h.component, &h.rollout_id, &h.attempt_id, &h.task, &h.clock];
+        let optional = [&h.resources_id, &h.default_model];
+        texts.into_iter().any(|t| codec::is_packable(t))
+            || optional.into_iter().flatten().any(|t| codec::is_packable(t))
+            || h.env
+                .iter()
+                .any(|(name, value)| codec::is_packable(name) || codec::is_packable(value))
+            || h.dirs.iter().any(|d| codec::is_packable(d))
+            || h.resources.as_ref().is_some_and(codec::any_packable)
+            || self.calls.iter().any(|c| {
+                codec::is_packable(&c.call)
+                    || codec::any_packable(&c.request)
+                    || c.answer.as_ref().is_some_and(codec::any_packable)
+            })
+            || self
+                .outcome
+                .as_ref()
+                .is_some_and(|o| codec::is_packable(&o.status) || o.failure.as_deref().is_some_and(codec::is_packable))
     }
 
     /// How many `llm.chat` calls the tape holds.
@@ -209,6 +237,29 @@ mod tests {
             Err(TapeError::Version { found: 99 })
         ));
         assert!(Tape::from_recording(&recording_without_blobs(&recording)).is_err());
+    }
+
+    #[test]
+    fn a_tape_with_nothing_to_pack_is_written_in_one_pass_and_reads_back() {
+        let tape = Tape {
+            version: TAPE_VERSION,
+            header: header(),
+            calls: vec![Call {
+                call: "reward.emit".into(),
+                request: serde_json::json!({"name": "primary", "value": "1"}),
+                answer: None,
+            }],
+            truncated: false,
+            outcome: None,
+        };
+        assert!(!tape.has_packable());
+        let recording = tape.to_recording("ro", "at");
+        assert!(recording.blobs.is_empty());
+        assert_eq!(Tape::from_recording(&recording).ok(), Some(tape.clone()));
+        let mut escaped = tape;
+        escaped.header.task = "\u{1}starts with the escape".into();
+        assert!(escaped.has_packable(), "an escape goes the packing way");
+        assert_eq!(Tape::from_recording(&escaped.to_recording("ro", "at")).ok(), Some(escaped));
     }
 
     fn recording_without_blobs(recording: &Recording) -> Recording {

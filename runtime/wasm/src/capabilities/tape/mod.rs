@@ -355,9 +355,11 @@ impl TapeHandle {
             });
         }
         let report = deck.source.is_some().then(|| deck.report.clone());
+        // Taken, not copied: a tape is finished once.
+        let header = std::mem::take(&mut deck.header);
         let tape = Tape {
             version: TAPE_VERSION,
-            header: deck.header.clone(),
+            header,
             calls: std::mem::take(&mut deck.made),
             truncated: deck.truncated,
             outcome: Some(outcome),
