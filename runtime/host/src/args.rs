@@ -303,9 +303,9 @@ Exit codes:
   2    bad arguments, an unknown run or rollout, an attempt with no recording, --at-llm-call out
        of range, no LLM where the fork needs one, an agent that changed since the run";
 
-/// The run and the attempt `replay` and `fork` read, and the values the run's record hides.
+/// A kept run, as `best`, `replay` and `fork` name it.
 #[derive(Debug, Args)]
-pub struct RecordedAttemptArgs {
+pub struct KeptRunArgs {
     /// The run: its id (or a unique start of it) under --dir, its name (`run --name`), or a .db file.
     #[arg(value_name = "RUN", required_unless_present = "db")]
     pub run: Option<String>,
@@ -315,6 +315,13 @@ pub struct RecordedAttemptArgs {
     /// Where run ids and names are looked up.
     #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
     pub dir: PathBuf,
+}
+
+/// The run and the attempt `replay` and `fork` read, and the values the run's record hides.
+#[derive(Debug, Args)]
+pub struct RecordedAttemptArgs {
+    #[command(flatten)]
+    pub kept: KeptRunArgs,
     /// A value the run's record hides (it was given to the run as --agent-env NAME=VALUE): the
     /// replay must grant the agent the same environment.
     #[arg(long = "agent-env", value_name = "NAME=VALUE")]
@@ -479,15 +486,8 @@ Exit codes:
 
 #[derive(Debug, Args)]
 pub struct BestArgs {
-    /// The run: its id (or a unique start of it) under --dir, its name (`run --name`), or a .db file.
-    #[arg(value_name = "RUN", required_unless_present = "db")]
-    pub run: Option<String>,
-    /// Open this store instead of a kept run's file: sqlite:PATH, postgres://USER@HOST/DB.
-    #[arg(long, value_name = "URL")]
-    pub db: Option<String>,
-    /// Where run ids and names are looked up.
-    #[arg(long, value_name = "DIR", default_value = agl_runs::RUNS_DIR)]
-    pub dir: PathBuf,
+    #[command(flatten)]
+    pub kept: KeptRunArgs,
     /// This resources version of the run (its id, e.g. rs-1a2b3c4d5e6f) rather than the best.
     #[arg(long, value_name = "VERSION")]
     pub version: Option<String>,

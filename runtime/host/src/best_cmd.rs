@@ -14,9 +14,9 @@ use std::process::ExitCode;
 
 pub async fn run(args: BestArgs) -> anyhow::Result<ExitCode> {
     let (resources, _) = kept_resources(
-        args.db.as_deref(),
-        args.run.as_deref(),
-        &args.dir,
+        args.kept.db.as_deref(),
+        args.kept.run.as_deref(),
+        &args.kept.dir,
         args.version.as_deref(),
     )
     .await?;

@@ -34,13 +34,14 @@ pub async fn open_run(
     args: &RecordedAttemptArgs,
     rollout: Option<String>,
 ) -> anyhow::Result<(Opened, DbUrl, Option<String>)> {
-    let (url, name) = agl_runs::find::resolve_named(args.db.as_deref(), args.run.as_deref(), &args.dir).await?;
+    let (url, name) =
+        agl_runs::find::resolve_named(args.kept.db.as_deref(), args.kept.run.as_deref(), &args.kept.dir).await?;
     let url = match url {
         DbUrl::Sqlite(path) => DbUrl::Sqlite(std::path::absolute(&path).unwrap_or(path)),
         other => other,
     };
     let kept = agl_runs::open::open_kept(&url).await?;
-    let (opened, rollout) = show_cmd::name_run(kept, name, args.run.as_deref(), rollout)?;
+    let (opened, rollout) = show_cmd::name_run(kept, name, args.kept.run.as_deref(), rollout)?;
     Ok((opened, url, rollout))
 }
 

@@ -191,7 +191,7 @@ fn granted_the_agent_looks_capitals_up_and_its_trace_nests_llm_http_llm_reward()
     let lookup = format!("LOOKUP_URL={}", service.url);
     drop(service);
     let db = format!("sqlite:{}", dir.join("run.db").display());
-    let replayed = agl_host(&["replay", "--db", &db, "--agent-env", &lookup]);
+    let replayed = agl_host(["replay", "--db", &db, "--agent-env", &lookup]);
     let said = text(&replayed);
     assert_eq!(replayed.status.code(), Some(0), "{said}");
     assert!(said.contains("5 attempt(s) replayed: 5 identical"), "{said}");

@@ -124,16 +124,28 @@ pub async fn run_in(
             .await
             .expect("rollout"),
     };
+    attempt(store, rollout, agent, update, llm, tape::TapeMode::Record).await
+}
+
+/// Runs `rollout`'s attempt of `agent` with `tape` in `store`; returns it with its spans.
+async fn attempt(
+    store: &Arc<InMemoryLightningStore>,
+    rollout: AttemptedRollout,
+    agent: &AgentComponent,
+    resources: Option<Arc<ResourcesUpdate>>,
+    llm: Arc<dyn LlmBackend>,
+    tape: tape::TapeMode,
+) -> Ran {
     let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(50));
     let request = AttemptRequest {
         rollout: &rollout.rollout,
         attempt: &rollout.attempt,
-        resources: update,
+        resources,
         llm,
         llm_allowance: None,
         recorder: &recorder,
         trace_observer: None,
-        tape: tape::TapeMode::Record,
+        tape,
     };
     let outcome = agent.run_attempt(request).await;
     assert_eq!(outcome.trace_error, None, "spans reach the store");
@@ -234,27 +246,7 @@ pub async fn replay_with(
         .start_attempt(&previous.rollout.rollout.rollout_id, Some("replayer"))
         .await
         .expect("a new attempt");
-    let recorder = SpanRecorder::new(store.clone() as Arc<dyn LightningStore>, Duration::from_millis(50));
-    let request = AttemptRequest {
-        rollout: &rollout.rollout,
-        attempt: &rollout.attempt,
-        resources: None,
-        llm,
-        llm_allowance: None,
-        recorder: &recorder,
-        trace_observer: None,
-        tape: tape::TapeMode::Replay(Box::new(plan)),
-    };
-    let outcome = agent.run_attempt(request).await;
-    assert_eq!(outcome.trace_error, None, "spans reach the store");
-    let query = SpanQuery::for_rollout(&rollout.rollout.rollout_id).attempt(&rollout.attempt.attempt_id);
-    let spans = store.query_spans(&query).await.expect("spans").items;
-    Ran {
-        outcome,
-        spans,
-        rollout,
-        store: store.clone(),
-    }
+    attempt(store, rollout, agent, None, llm, tape::TapeMode::Replay(Box::new(plan))).await
 }
 
 /// Replays what `ran` recorded, stopping at a divergence, with no LLM.

@@ -259,7 +259,10 @@ mod tests {
         let mut escaped = tape;
         escaped.header.task = "\u{1}starts with the escape".into();
         assert!(escaped.has_packable(), "an escape goes the packing way");
-        assert_eq!(Tape::from_recording(&escaped.to_recording("ro", "at")).ok(), Some(escaped));
+        assert_eq!(
+            Tape::from_recording(&escaped.to_recording("ro", "at")).ok(),
+            Some(escaped)
+        );
     }
 
     fn recording_without_blobs(recording: &Recording) -> Recording {
