@@ -35,7 +35,7 @@ pub struct Origin<'a> {
     /// The task, as the rollout was given it.
     pub input: &'a Value,
     /// A fork rollout's lineage (its `agl.fork` metadata as stored: `parent_rollout_id`,
-    /// `parent_attempt_id`, `at_llm_call`, `branch`, `branches`; see [`select::fork_lineage`]);
+    /// `parent_attempt_id`, `at_llm_call`, `branch`, `branches`; see [`Rollout::fork_lineage`]);
     /// absent for a rollout that is not a fork.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fork: Option<&'a Map<String, Value>>,
@@ -52,7 +52,7 @@ impl<'a> Origin<'a> {
             mode: rollout.mode,
             resources_id: rollout.resources_id.as_deref(),
             input: &rollout.input,
-            fork: select::fork_lineage(rollout),
+            fork: rollout.fork_lineage(),
         }
     }
 }

@@ -22,9 +22,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The metadata key of a forked rollout.
-pub const FORK_KEY: &str = "agl.fork";
-
 /// One branch made.
 #[derive(Debug, Serialize)]
 struct Branch {
@@ -225,7 +222,7 @@ fn recorded_model(tape: &Tape, k: u32) -> String {
 fn fork_metadata(parent_rollout_id: &str, parent_attempt_id: &str, k: u32, branch: u16, branches: u16) -> JsonMap {
     let mut metadata = JsonMap::new();
     metadata.insert(
-        FORK_KEY.to_owned(),
+        agl_store::semconv::FORK.to_owned(),
         json!({
             "parent_rollout_id": parent_rollout_id,
             "parent_attempt_id": parent_attempt_id,

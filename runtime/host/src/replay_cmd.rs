@@ -13,7 +13,7 @@ use crate::output::{one_line, print, stderr_line};
 use crate::replay_run::{self, FromTape, NO_RECORDING, status_word};
 use crate::show_cmd::Opened;
 use crate::table::{self, clip_line};
-use agl_runs::read::{PAGE, is_algorithm_rollout, spans_of};
+use agl_runs::read::{PAGE, spans_of};
 use agl_store::{Attempt, AttemptStatus, InMemoryLightningStore, LightningStore, Rollout, RolloutQuery, Span};
 use agl_wasm::SpanRecorder;
 use agl_wasm::tape::{Call, OnDivergence, ReplayPlan, Tape};
@@ -242,13 +242,8 @@ async fn every_recorded_attempt(opened: &Opened, statuses: &[AttemptStatus]) -> 
         for view in page.items {
             let Some(attempt) = view.attempt else { continue };
             // Forks (`agl-host fork`) are not the run's tasks: replayed only by name.
-            let forked = view
-                .rollout
-                .metadata
-                .as_ref()
-                .is_some_and(|metadata| metadata.contains_key(crate::fork_cmd::FORK_KEY));
-            if is_algorithm_rollout(&view.rollout)
-                || forked
+            if view.rollout.is_algorithm_rollout()
+                || view.rollout.fork_lineage().is_some()
                 || (!statuses.is_empty() && !statuses.contains(&attempt.status))
             {
                 continue;

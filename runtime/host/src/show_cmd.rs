@@ -9,7 +9,7 @@ use crate::output::print;
 use crate::table::{self, Align, Table, clip_line, one_line};
 use agl_runs::list::status_label;
 use agl_runs::open::{OpenedKept, open_kept};
-use agl_runs::read::{PAGE, is_algorithm_rollout, spans_of};
+use agl_runs::read::{PAGE, spans_of};
 use agl_runs::span_tree;
 use agl_store::{
     Attempt, AttemptQuery, AttemptStatus, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span, StoreBackend,
@@ -182,7 +182,7 @@ async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<(
     let mut out = String::new();
     write_run_header(&mut out, opened, width);
     let (tasks, own): (Vec<&RolloutRow>, Vec<&RolloutRow>) =
-        rows.iter().partition(|row| !is_algorithm_rollout(&row.rollout));
+        rows.iter().partition(|row| !row.rollout.is_algorithm_rollout());
     let count = |status: RolloutStatus| tasks.iter().filter(|r| r.rollout.status == status).count();
     let succeeded = count(RolloutStatus::Succeeded);
     let failed = count(RolloutStatus::Failed);

@@ -9,7 +9,6 @@
 //! [`abandon_running_attempts`] ends the attempts the stopped run left running, as
 //! `unresponsive`: their rollouts are retried as their retry config says.
 
-use agl_store::semconv;
 use agl_store::*;
 use agl_wasm::algorithm::ATTEMPT_FAILURE_KEY;
 use async_trait::async_trait;
@@ -84,7 +83,7 @@ impl ReplayStore {
             .items
             .into_iter()
             .map(|view| view.rollout)
-            .filter(|rollout| !is_algorithms_own(rollout))
+            .filter(|rollout| !rollout.is_algorithm_rollout())
             .collect();
         Ok(Self {
             inner,
@@ -140,15 +139,6 @@ impl ReplayStore {
         self.replay.lock().latest_resources = Some(version.clone());
         version
     }
-}
-
-fn is_algorithms_own(rollout: &Rollout) -> bool {
-    rollout
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get(semconv::ROLLOUT_KIND))
-        .and_then(|k| k.as_str())
-        == Some(semconv::ALGORITHM_ROLLOUT)
 }
 
 #[async_trait]

@@ -188,16 +188,6 @@ fn split_name(mode: Option<Mode>) -> &'static str {
     }
 }
 
-/// Whether `rollout` holds an algorithm's own trace rather than a task.
-fn is_algorithm_rollout(rollout: &agl_store::Rollout) -> bool {
-    rollout
-        .metadata
-        .as_ref()
-        .and_then(|metadata| metadata.get(semconv::ROLLOUT_KIND))
-        .and_then(|kind| kind.as_str())
-        == Some(semconv::ALGORITHM_ROLLOUT)
-}
-
 impl RunReport {
     /// Reads every rollout of the store but an algorithm's own, and the final reward of its
     /// latest attempt.
@@ -214,7 +204,7 @@ impl RunReport {
             let fetched = page.items.len();
             for view in &page.items {
                 let rollout = &view.rollout;
-                if is_algorithm_rollout(rollout) {
+                if rollout.is_algorithm_rollout() {
                     continue; // the algorithm's own trace (its LLM calls), not a task
                 }
                 let attempts = view.attempt.as_ref().map_or(0, |a| a.sequence_id);

@@ -1,23 +1,11 @@
-//! Reading a kept run back: a rollout's spans page by page, and which rollouts are the
-//! algorithm's own trace rather than tasks.
+//! Reading a kept run back: a rollout's spans page by page.
 
 use crate::RunsError;
-use agl_store::{LightningStore, Rollout, Span, SpanQuery, semconv as c};
-use serde_json::Value;
+use agl_store::{LightningStore, Rollout, Span, SpanQuery};
 use std::sync::Arc;
 
 /// Rows fetched per query page.
 pub const PAGE: i64 = 10_000;
-
-/// Whether `rollout` holds an algorithm's own trace (its LLM calls) rather than a task.
-pub fn is_algorithm_rollout(rollout: &Rollout) -> bool {
-    rollout
-        .metadata
-        .as_ref()
-        .and_then(|metadata| metadata.get(c::ROLLOUT_KIND))
-        .and_then(Value::as_str)
-        == Some(c::ALGORITHM_ROLLOUT)
-}
 
 /// The spans of `rollout`'s attempt `attempt_id`, or of every attempt, in sequence order.
 pub async fn spans_of(

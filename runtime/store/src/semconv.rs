@@ -201,6 +201,10 @@ pub const ALGORITHM: &str = "agl.algorithm";
 /// Reports counting tasks skip those.
 pub const ROLLOUT_KIND: &str = "agl.kind";
 pub const ALGORITHM_ROLLOUT: &str = "algorithm";
+/// Rollout metadata of a fork (`agl-host fork`): its lineage, an object with
+/// `parent_rollout_id`, `parent_attempt_id`, `at_llm_call`, `branch` and `branches`. Exports
+/// leave forks out unless asked.
+pub const FORK: &str = "agl.fork";
 /// Captured stdout / stderr: the text kept and the bytes left out.
 pub const OUTPUT_TEXT: &str = "agl.output.text";
 pub const OUTPUT_DROPPED_BYTES: &str = "agl.output.dropped_bytes";

@@ -1,22 +1,14 @@
 //! Which attempts an export takes, the one definition `agl-host export` and the store server's
 //! export route share: rollouts of the statuses, splits and resources asked for (the finished ones
 //! by default, never an algorithm's own, forks only when asked for), by start time; each one's
-//! latest attempt or all of them; attempts whose final reward is in range. And what a fork
-//! rollout is ([`fork_lineage`]), the one reading of `agl.fork` the export lines use too.
+//! latest attempt or all of them; attempts whose final reward is in range (a fork's lineage is
+//! [`Rollout::fork_lineage`]).
 
-use crate::conventions as c;
 use agl_store::{
     Attempt, AttemptQuery, LightningStore, Mode, Rollout, RolloutQuery, RolloutStatus, RolloutView, SortOrder, Span,
     SpanQuery, StoreResult,
 };
-use serde_json::{Map, Value};
 use std::sync::Arc;
-
-/// Rollout metadata: a fork's lineage, as `agl-host fork` writes it: an object
-/// `{"parent_rollout_id", "parent_attempt_id", "at_llm_call", "branch", "branches"}` (the rollout
-/// branches from the parent's attempt at its `at_llm_call`-th LLM call; branch `branch` of
-/// `branches` made there).
-pub const FORK: &str = "agl.fork";
 
 /// Rows fetched per page.
 const PAGE: i64 = 10_000;
@@ -60,7 +52,7 @@ impl Filter {
     /// Whether `rollout` (of a status asked for) is exported: not an algorithm's own, not a fork
     /// unless forks are asked for, of a mode and resources asked for.
     pub fn takes(&self, rollout: &Rollout) -> bool {
-        !is_algorithm_rollout(rollout)
+        !rollout.is_algorithm_rollout()
             && (self.include_forks || !is_fork_rollout(rollout))
             && (self.modes.is_empty() || rollout.mode.is_some_and(|mode| self.modes.contains(&mode)))
             && (self.resources.is_empty()
@@ -71,30 +63,10 @@ impl Filter {
     }
 }
 
-/// Whether `rollout` holds an algorithm's own trace (its LLM calls) rather than a task.
-pub fn is_algorithm_rollout(rollout: &Rollout) -> bool {
-    rollout
-        .metadata
-        .as_ref()
-        .and_then(|metadata| metadata.get(c::ROLLOUT_KIND))
-        .and_then(Value::as_str)
-        == Some(c::ALGORITHM_ROLLOUT)
-}
-
-/// A fork rollout's lineage: the object under [`FORK`] in its metadata, as stored (its fields
-/// are not checked: the export lines carry it as it is). `None` for a rollout that is not a fork,
-/// including one whose `agl.fork` is not an object.
-pub fn fork_lineage(rollout: &Rollout) -> Option<&Map<String, Value>> {
-    rollout
-        .metadata
-        .as_ref()
-        .and_then(|metadata| metadata.get(FORK))
-        .and_then(Value::as_object)
-}
-
-/// Whether `rollout` was made by `agl-host fork` from another rollout (it has a [`fork_lineage`]).
+/// Whether `rollout` was made by `agl-host fork` from another rollout (it has a
+/// [`Rollout::fork_lineage`]).
 pub fn is_fork_rollout(rollout: &Rollout) -> bool {
-    fork_lineage(rollout).is_some()
+    rollout.fork_lineage().is_some()
 }
 
 /// The rollouts to export: of the statuses, modes and resources asked for, not the algorithm's
@@ -162,6 +134,8 @@ pub async fn spans(store: &dyn LightningStore, rollout_id: &str, attempt_id: &st
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agl_store::semconv::FORK;
+    use serde_json::Value;
     use serde_json::json;
 
     fn rollout(metadata: Value) -> Rollout {
@@ -182,13 +156,13 @@ mod tests {
         let fork = rollout(json!({ FORK: lineage(), "other": 1 }));
         assert!(is_fork_rollout(&fork));
         assert_eq!(
-            fork_lineage(&fork).map(|map| Value::Object(map.clone())),
+            fork.fork_lineage().map(|map| Value::Object(map.clone())),
             Some(lineage())
         );
         // Its fields are not checked: what is stored is what the lines carry.
         let odd = rollout(json!({ FORK: {"parent_rollout_id": "<img src=x onerror=alert(1)>"} }));
         assert_eq!(
-            fork_lineage(&odd).and_then(|map| map.get("parent_rollout_id")),
+            odd.fork_lineage().and_then(|map| map.get("parent_rollout_id")),
             Some(&json!("<img src=x onerror=alert(1)>"))
         );
         for not_a_fork in [
@@ -202,7 +176,7 @@ mod tests {
         ] {
             let plain = rollout(not_a_fork.clone());
             assert!(!is_fork_rollout(&plain), "{not_a_fork}");
-            assert_eq!(fork_lineage(&plain), None, "{not_a_fork}");
+            assert_eq!(plain.fork_lineage(), None, "{not_a_fork}");
         }
     }
 

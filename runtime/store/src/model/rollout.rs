@@ -92,6 +92,28 @@ pub struct RolloutView {
     pub attempt: Option<Attempt>,
 }
 
+impl Rollout {
+    /// Whether it holds an algorithm's own trace (its LLM calls) rather than a task
+    /// ([`crate::semconv::ROLLOUT_KIND`]).
+    pub fn is_algorithm_rollout(&self) -> bool {
+        self.metadata
+            .as_ref()
+            .and_then(|metadata| metadata.get(crate::semconv::ROLLOUT_KIND))
+            .and_then(serde_json::Value::as_str)
+            == Some(crate::semconv::ALGORITHM_ROLLOUT)
+    }
+
+    /// A fork's lineage: the object under [`crate::semconv::FORK`] in its metadata, as stored
+    /// (its fields unchecked). `None` for a rollout that is not a fork, including one whose
+    /// `agl.fork` is not an object.
+    pub fn fork_lineage(&self) -> Option<&JsonMap> {
+        self.metadata
+            .as_ref()
+            .and_then(|metadata| metadata.get(crate::semconv::FORK))
+            .and_then(serde_json::Value::as_object)
+    }
+}
+
 impl From<AttemptedRollout> for RolloutView {
     fn from(value: AttemptedRollout) -> Self {
         Self {
