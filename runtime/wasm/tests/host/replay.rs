@@ -88,6 +88,24 @@ async fn a_guest_sees_the_same_clocks_random_and_context_when_replayed() {
     assert_eq!(replayed.outcome.replay.unwrap().divergence, None);
 }
 
+#[tokio::test]
+async fn real_clocks_are_recorded_and_replayed_reading_by_reading() {
+    let mut policy = SandboxPolicy::default();
+    policy.clock.real = true;
+    let agent = load(PROBE, policy);
+    let ran = run(&agent, json!({"do": "clock_and_random"}), echo_llm(), None).await;
+    let tape = tape_of(&ran);
+    assert!(
+        !tape.clock.wall.is_empty() && !tape.clock.monotonic.is_empty(),
+        "{:?}",
+        tape.clock
+    );
+    // The readings the guest logged are the recorded ones, so a replay (later, on another clock)
+    // makes the same request: identical.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert_replays_identically(&ran, &agent).await;
+}
+
 fn with_task(mut tape: Tape, task: Value) -> Tape {
     tape.header.task = task.to_string();
     tape

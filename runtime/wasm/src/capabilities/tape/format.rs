@@ -23,9 +23,43 @@ pub struct Tape {
     /// The calls stop early: the guest made more than a tape keeps (`MAX_TAPE_CONTENT_BYTES`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The readings of real clocks, in the order the guest took them (an agent granted
+    /// `clock = "real"`; virtual clocks are made again from the header).
+    #[serde(default, skip_serializing_if = "ClockReadings::is_empty")]
+    pub clock: ClockReadings,
     /// How the attempt ended (absent while it runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<RecordedOutcome>,
+}
+
+/// Readings of the real clocks: the wall clock's (nanoseconds since the Unix epoch) and the
+/// monotonic clock's (nanoseconds), each in the order taken.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockReadings {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wall: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monotonic: Vec<u64>,
+}
+
+impl ClockReadings {
+    pub fn is_empty(&self) -> bool {
+        self.wall.is_empty() && self.monotonic.is_empty()
+    }
+
+    pub(crate) fn of(&mut self, clock: Clock) -> &mut Vec<u64> {
+        match clock {
+            Clock::Wall => &mut self.wall,
+            Clock::Monotonic => &mut self.monotonic,
+        }
+    }
+}
+
+/// Which real clock a reading is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    Wall,
+    Monotonic,
 }
 
 /// What the guest was given before it made a call, and what ran.
@@ -51,8 +85,7 @@ pub struct Header {
     pub seed: u64,
     /// Where its virtual wall clock started (seconds since the Unix epoch).
     pub clock_start: f64,
-    /// `virtual` or `real`. Real clocks' readings are not on the tape: such an attempt replays
-    /// on real clocks again.
+    /// `virtual` or `real` (then each reading is on the tape: [`Tape::clock`]).
     pub clock: String,
     /// The LLM backend's default model (what a request naming none was sent with).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,6 +248,7 @@ mod tests {
                 },
             ],
             truncated: false,
+            clock: ClockReadings::default(),
             outcome: Some(RecordedOutcome {
                 status: "succeeded".into(),
                 reward: Some(1.0),
@@ -250,6 +284,7 @@ mod tests {
                 answer: None,
             }],
             truncated: false,
+            clock: ClockReadings::default(),
             outcome: None,
         };
         assert!(!tape.has_packable());

@@ -21,7 +21,7 @@ pub mod format;
 
 use super::{Capability, InstanceContext, Link, SandboxError, World};
 use crate::policy::SandboxPolicy;
-pub use format::{Call, Header, RecordedOutcome, TAPE_VERSION, Tape, TapeError};
+pub use format::{Call, Clock, ClockReadings, Header, RecordedOutcome, TAPE_VERSION, Tape, TapeError};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -122,6 +122,11 @@ struct Deck {
     /// About how many bytes `made` holds, and whether calls were left off past the cap.
     bytes: usize,
     truncated: bool,
+    /// The real clocks' readings taken (recorded), and those of the tape replayed with how many
+    /// were handed out.
+    clock: ClockReadings,
+    replayed_clock: ClockReadings,
+    clock_read: [usize; 2],
     source: Option<Source>,
     /// Past a divergence or a fork point: calls go to the outside world.
     live: bool,
@@ -187,7 +192,7 @@ impl Ticket {
 impl TapeHandle {
     /// A tape recording the attempt whose guest is handed `header`.
     pub fn recording(header: Header) -> Self {
-        Self::with(header, None)
+        Self::with(header, None, ClockReadings::default())
     }
 
     /// A tape answering from `plan`'s, recording what happens under `header`.
@@ -199,16 +204,19 @@ impl TapeHandle {
             on_divergence: plan.on_divergence,
             fork: plan.fork,
         };
-        Self::with(header, Some(source))
+        Self::with(header, Some(source), plan.tape.clock)
     }
 
-    fn with(header: Header, source: Option<Source>) -> Self {
+    fn with(header: Header, source: Option<Source>, replayed_clock: ClockReadings) -> Self {
         Self(Some(Arc::new(Mutex::new(Deck {
             header,
             made: Vec::new(),
             calls: 0,
             bytes: 0,
             truncated: false,
+            clock: ClockReadings::default(),
+            replayed_clock,
+            clock_read: [0, 0],
             source,
             live: false,
             stopped: None,
@@ -283,6 +291,32 @@ impl TapeHandle {
     /// A call whose effect is the host's alone: kept, and compared when replaying.
     pub fn note(&self, call: &str, request: impl FnOnce() -> Value) -> Result<(), Diverged> {
         self.call(call, request).map(drop)
+    }
+
+    /// A reading of a real clock: the recorded one, in turn, while a replay has some left (else
+    /// `live`'s); kept as the guest's reading either way, within the tape's cap.
+    pub fn clock_reading(&self, clock: Clock, live: impl FnOnce() -> u64) -> u64 {
+        let Some(shared) = &self.0 else {
+            return live();
+        };
+        let mut deck = shared.lock();
+        let turn = match clock {
+            Clock::Wall => 0,
+            Clock::Monotonic => 1,
+        };
+        let taken = deck.clock_read[turn];
+        let reading = match deck.replayed_clock.of(clock).get(taken).copied() {
+            Some(recorded) => recorded,
+            None => live(),
+        };
+        deck.clock_read[turn] += 1;
+        if deck.bytes.saturating_add(8) <= MAX_TAPE_CONTENT_BYTES {
+            deck.bytes += 8;
+            deck.clock.of(clock).push(reading);
+        } else {
+            deck.truncated = true;
+        }
+        reading
     }
 
     /// The index of the last call put on the tape.
@@ -362,6 +396,7 @@ impl TapeHandle {
             header,
             calls: std::mem::take(&mut deck.made),
             truncated: deck.truncated,
+            clock: std::mem::take(&mut deck.clock),
             outcome: Some(outcome),
         };
         Some((tape, report))
@@ -649,6 +684,30 @@ mod tests {
             panic!("replayed past the end of a cut tape")
         };
         assert!(diverged.why.contains("cut"), "{}", diverged.why);
+    }
+
+    #[test]
+    fn real_clock_readings_are_kept_and_replayed_in_turn() {
+        let tape = TapeHandle::recording(header());
+        assert_eq!(tape.clock_reading(Clock::Wall, || 10), 10);
+        assert_eq!(tape.clock_reading(Clock::Monotonic, || 1), 1);
+        assert_eq!(tape.clock_reading(Clock::Wall, || 20), 20);
+        let made = tape.finish(outcome()).unwrap().0;
+        assert_eq!(
+            (made.clock.wall.clone(), made.clock.monotonic.clone()),
+            (vec![10, 20], vec![1])
+        );
+        let plan = ReplayPlan {
+            tape: made,
+            on_divergence: OnDivergence::Stop,
+            fork: None,
+        };
+        let replay = TapeHandle::replaying(header(), plan);
+        assert_eq!(replay.clock_reading(Clock::Monotonic, || 99), 1);
+        assert_eq!(replay.clock_reading(Clock::Wall, || 99), 10);
+        assert_eq!(replay.clock_reading(Clock::Wall, || 99), 20);
+        assert_eq!(replay.clock_reading(Clock::Wall, || 30), 30, "past the record: live");
+        assert!(TapeHandle::default().clock_reading(Clock::Wall, || 5) == 5);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Virtual clocks and seeded randomness per attempt, so that an attempt is deterministic given
 //! its host-call results: the guest's wall clock starts at the attempt's recorded start time and
 //! both clocks advance a fixed step per reading; its random source is seeded from the attempt.
+//! Real clocks (by grant) are read through the attempt's tape, which keeps each reading.
 
+use crate::capabilities::tape::{Clock, TapeHandle};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::sync::Arc;
@@ -61,6 +63,44 @@ impl HostMonotonicClock for VirtualMonotonicClock {
     fn now(&self) -> u64 {
         self.0.tick()
     }
+}
+
+/// The real wall clock, read through the attempt's tape: each reading recorded, or, replayed,
+/// the recorded one (`capabilities/tape`).
+pub struct TapedWallClock(pub TapeHandle);
+
+/// The real monotonic clock, read through the attempt's tape.
+pub struct TapedMonotonicClock(pub TapeHandle);
+
+impl HostWallClock for TapedWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_nanos(1)
+    }
+    fn now(&self) -> Duration {
+        let since_epoch = || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
+        };
+        Duration::from_nanos(self.0.clock_reading(Clock::Wall, since_epoch))
+    }
+}
+
+impl HostMonotonicClock for TapedMonotonicClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+    fn now(&self) -> u64 {
+        self.0.clock_reading(Clock::Monotonic, monotonic_nanos)
+    }
+}
+
+/// Nanoseconds on the host's monotonic clock since this process first read it.
+fn monotonic_nanos() -> u64 {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+    u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The guest's random source for an attempt: deterministic from `seed`.

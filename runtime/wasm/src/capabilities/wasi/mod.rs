@@ -1,7 +1,8 @@
 //! The WASI capability: a fresh per-instance WASI context with nothing but what is granted. No
 //! args; env only as granted; preopens only as granted (read-only unless `rw`); no sockets or
 //! name lookups; stdout/stderr captured into bounded buffers; virtual clocks (real ones only by
-//! grant) and a random source seeded from the attempt (`clocks.rs`). What the guest prints is kept
+//! grant, read through the attempt's tape) and a random source seeded from the attempt
+//! (`clocks.rs`). What the guest prints is kept
 //! by `output.rs`. Policy slices: `grants`, `clock`, `output`.
 
 pub mod clocks;
@@ -9,7 +10,7 @@ pub mod output;
 
 use super::{Capability, InstanceContext, InstanceState, Link, SandboxError, World};
 use crate::policy::{DirAccess, SandboxPolicy};
-use clocks::{VirtualTime, seeded_rng};
+use clocks::{TapedMonotonicClock, TapedWallClock, VirtualTime, seeded_rng};
 use output::CappedPipe;
 use wasmtime::component::Linker;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -54,6 +55,10 @@ impl Capability for WasiState {
             builder
                 .wall_clock(time.wall_clock())
                 .monotonic_clock(time.monotonic_clock());
+        } else if instance.tape.is_on() {
+            builder
+                .wall_clock(TapedWallClock(instance.tape.clone()))
+                .monotonic_clock(TapedMonotonicClock(instance.tape.clone()));
         }
         let seed = instance.seed;
         builder
