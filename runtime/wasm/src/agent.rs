@@ -7,6 +7,7 @@ use crate::bindings::AgentPre;
 use crate::bindings::types::RolloutContext;
 use crate::bindings::wit_mode;
 use crate::capabilities::reward::{final_reward, invalid_reward, record_feedback_alone, record_final_reward};
+use crate::capabilities::tape::dirs::{DirSnapshot, replay_grants};
 use crate::capabilities::tape::{Diverged, Header, RecordedOutcome, ReplayReport, TapeHandle, TapeMode};
 use crate::capabilities::wasi::clocks::attempt_seed;
 use crate::capabilities::wasi::output::{self, CapturedOutput};
@@ -20,6 +21,8 @@ use agl_trace::LlmAllowance;
 use agl_trace::{SpanRecorder, names};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
+use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Store;
@@ -189,13 +192,10 @@ impl AgentComponent {
                     TapeMode::Off => Vec::new(),
                     _ => self.granted_env(),
                 },
-                dirs: self
-                    .policy
-                    .grants
-                    .dirs
-                    .iter()
-                    .map(|grant| grant.guest_path.clone())
-                    .collect(),
+                dirs: match tape {
+                    TapeMode::Off => Vec::new(),
+                    _ => self.policy.grants.dirs.iter().map(DirSnapshot::of).collect(),
+                },
             },
         };
         Ok((header, tape))
@@ -262,7 +262,26 @@ impl AgentComponent {
         };
         let task_json = header.task.clone();
         let clock_start = header.clock_start;
-        let policy = &self.policy;
+        // A replay grants the recorded copies of the directories the attempt was granted.
+        let scratch = ScratchDir::new();
+        let policy = match (&tape, header.dirs.is_empty()) {
+            (TapeMode::Replay(_), false) => {
+                let grants = scratch
+                    .path()
+                    .map_err(|e| format!("cannot make a scratch directory: {e}"))
+                    .and_then(|path| replay_grants(&header.dirs, &self.policy.grants.dirs, &path));
+                match grants {
+                    Ok(dirs) => {
+                        let mut policy = self.policy.clone();
+                        policy.grants.dirs = dirs;
+                        Cow::Owned(policy)
+                    }
+                    Err(reason) => return AttemptOutcome::failed_before_start(reason),
+                }
+            }
+            _ => Cow::Borrowed(&self.policy),
+        };
+        let policy = policy.as_ref();
         let handle = match tape {
             TapeMode::Off => TapeHandle::default(),
             TapeMode::Record => TapeHandle::recording(header),
@@ -407,6 +426,34 @@ impl AgentComponent {
             trace_error,
             recording,
             replay,
+        }
+    }
+}
+
+/// A scratch directory for one replay's copies of its granted directories, made on first use and
+/// removed with it.
+struct ScratchDir(std::sync::OnceLock<PathBuf>);
+
+impl ScratchDir {
+    fn new() -> Self {
+        Self(std::sync::OnceLock::new())
+    }
+
+    fn path(&self) -> std::io::Result<PathBuf> {
+        if let Some(path) = self.0.get() {
+            return Ok(path.clone());
+        }
+        let unique = format!("agl-replay-{}-{:x}", std::process::id(), rand::random::<u64>());
+        let path = std::env::temp_dir().join(unique);
+        std::fs::create_dir_all(&path)?;
+        Ok(self.0.get_or_init(|| path).clone())
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.get() {
+            let _ = std::fs::remove_dir_all(path);
         }
     }
 }

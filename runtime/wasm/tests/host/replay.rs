@@ -106,6 +106,35 @@ async fn real_clocks_are_recorded_and_replayed_reading_by_reading() {
     assert_replays_identically(&ran, &agent).await;
 }
 
+#[tokio::test]
+async fn a_granted_directory_is_replayed_as_it_was_when_the_attempt_ran() {
+    let dir = std::env::temp_dir().join(format!("agl-replay-dir-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "as it was when the attempt ran").unwrap();
+    std::fs::write(dir.join("sub/more.txt"), "more").unwrap();
+    let mut policy = SandboxPolicy::default();
+    policy.grants.dirs.push(DirGrant {
+        host_path: dir.clone(),
+        guest_path: "/data".into(),
+        access: DirAccess::ReadOnly,
+    });
+    let agent = load(PROBE, policy);
+    for task in [
+        json!({"do": "read_file", "path": "/data/notes.txt"}),
+        json!({"do": "list_dir", "path": "/data"}),
+    ] {
+        std::fs::write(dir.join("notes.txt"), "as it was when the attempt ran").unwrap();
+        let ran = run(&agent, task.clone(), echo_llm(), None).await;
+        assert_eq!(ran.outcome.reward, Some(1.0), "{task}: {:?}", ran.logs());
+        // The directory changes after the run: the replay reads what the attempt read.
+        std::fs::write(dir.join("notes.txt"), "changed since").unwrap();
+        std::fs::write(dir.join("new.txt"), "new").unwrap();
+        assert_replays_identically(&ran, &agent).await;
+        std::fs::remove_file(dir.join("new.txt")).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 fn with_task(mut tape: Tape, task: Value) -> Tape {
     tape.header.task = task.to_string();
     tape

@@ -13,9 +13,9 @@
 use super::Target;
 use super::send::{self, Limits, Sent};
 use super::span::RequestSpan;
+use crate::capabilities::tape::bytes::KeptBytes;
 use crate::capabilities::tape::{TapeHandle, Ticket};
 use crate::policy::Granted;
-use base64::Engine as _;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt, Full};
@@ -28,49 +28,6 @@ use wasmtime_wasi_http::{Error, WasiBody};
 
 /// The tape's name of an outgoing HTTP request.
 pub(crate) const HTTP_SEND: &str = "http.send";
-
-/// Most request-body bytes an exchange keeps on the tape; a longer body is sent whole but kept
-/// only by its length and digest (a replay then compares those).
-const MAX_KEPT_BODY_BYTES: usize = 16 << 20;
-
-/// Bytes as the tape keeps them: text when they are UTF-8, else base64.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum KeptBytes {
-    Text(String),
-    Base64(String),
-    /// Too long to keep: its length and SHA-256.
-    Digest {
-        bytes: u64,
-        sha256: String,
-    },
-}
-
-impl KeptBytes {
-    pub(crate) fn of(bytes: &[u8]) -> Self {
-        if bytes.len() > MAX_KEPT_BODY_BYTES {
-            return Self::Digest {
-                bytes: bytes.len() as u64,
-                sha256: crate::cache::component_digest(bytes),
-            };
-        }
-        match std::str::from_utf8(bytes) {
-            Ok(text) => Self::Text(text.to_owned()),
-            Err(_) => Self::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        }
-    }
-
-    fn bytes(&self) -> Bytes {
-        match self {
-            Self::Text(text) => Bytes::copy_from_slice(text.as_bytes()),
-            Self::Base64(encoded) => base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .map(Bytes::from)
-                .unwrap_or_default(),
-            Self::Digest { .. } => Bytes::new(),
-        }
-    }
-}
 
 /// The error a guest was given, as the tape keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -438,18 +395,6 @@ impl Body for ReplayedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bytes_are_kept_as_text_or_base64_and_come_back() {
-        for bytes in [&b"plain text"[..], &[0xff, 0x00, 0x80][..], &b""[..]] {
-            let kept = KeptBytes::of(bytes);
-            assert_eq!(kept.bytes().as_ref(), bytes);
-            let json = serde_json::to_value(&kept).unwrap();
-            assert_eq!(serde_json::from_value::<KeptBytes>(json).unwrap(), kept);
-        }
-        assert!(matches!(KeptBytes::of(b"abc"), KeptBytes::Text(_)));
-        assert!(matches!(KeptBytes::of(&[0xff]), KeptBytes::Base64(_)));
-    }
 
     #[test]
     fn errors_the_host_makes_come_back_as_themselves() {

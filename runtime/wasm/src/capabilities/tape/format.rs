@@ -5,6 +5,7 @@
 //! how the attempt ended. Kept in a [`Recording`], packed by `codec.rs`.
 
 use super::codec::{self, MissingBlob};
+use super::dirs::DirSnapshot;
 use agl_store::{Mode, Recording};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -94,9 +95,9 @@ pub struct Header {
     /// its value (values may be secrets; a replay checks it is granted the same ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<(String, String)>,
-    /// The directories the guest was granted (their files are not on the tape).
+    /// The directories the guest was granted, their files as the attempt began (`dirs.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dirs: Vec<String>,
+    pub dirs: Vec<DirSnapshot>,
 }
 
 /// One host call: which (`llm.chat`, `http.send`, `resources.get`...), what the guest asked (in
@@ -186,7 +187,7 @@ impl Tape {
             || h.env
                 .iter()
                 .any(|(name, value)| codec::is_packable(name) || codec::is_packable(value))
-            || h.dirs.iter().any(|d| codec::is_packable(d))
+            || !h.dirs.is_empty()
             || h.resources.as_ref().is_some_and(codec::any_packable)
             || self.calls.iter().any(|c| {
                 codec::is_packable(&c.call)

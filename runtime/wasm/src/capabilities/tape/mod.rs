@@ -16,7 +16,9 @@
 //! resources, the seed its random sources and the start its virtual clocks are made from, the
 //! environment granted. The algorithm world records nothing (its handle is off).
 
+pub mod bytes;
 pub mod codec;
+pub mod dirs;
 pub mod format;
 
 use super::{Capability, InstanceContext, Link, SandboxError, World};
