@@ -183,6 +183,9 @@ async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<(
     write_run_header(&mut out, opened, width);
     let (tasks, own): (Vec<&RolloutRow>, Vec<&RolloutRow>) =
         rows.iter().partition(|row| !row.rollout.is_algorithm_rollout());
+    // Forks (`agl-host fork`) were made after the run from its rollouts: listed apart, not counted.
+    let (forks, tasks): (Vec<&RolloutRow>, Vec<&RolloutRow>) =
+        tasks.into_iter().partition(|row| row.rollout.fork_lineage().is_some());
     let count = |status: RolloutStatus| tasks.iter().filter(|r| r.rollout.status == status).count();
     let succeeded = count(RolloutStatus::Succeeded);
     let failed = count(RolloutStatus::Failed);
@@ -261,6 +264,28 @@ async fn show_run(opened: &Opened, json: bool, width: usize) -> anyhow::Result<(
         let line = format!(
             "  + {}  the algorithm's own rollout ({}): its LLM calls",
             row.rollout.rollout_id, row.rollout.status
+        );
+        let _ = writeln!(out, "{}", clip_line(&line, width));
+    }
+    for row in forks {
+        let lineage = row.rollout.fork_lineage();
+        let field = |key: &str| {
+            lineage.and_then(|l| l.get(key)).map_or_else(
+                || "?".to_owned(),
+                |value| match value.as_str() {
+                    Some(text) => one_line(text),
+                    None => one_line(&value.to_string()),
+                },
+            )
+        };
+        let line = format!(
+            "  + {}  a fork of {} at LLM call {} ({}): {}, reward {}",
+            row.rollout.rollout_id,
+            field("parent_rollout_id"),
+            field("at_llm_call"),
+            format_args!("branch {} of {}", field("branch"), field("branches")),
+            row.rollout.status,
+            table::score(row.final_reward)
         );
         let _ = writeln!(out, "{}", clip_line(&line, width));
     }

@@ -95,9 +95,12 @@ export async function outcomesOf(ids, base = pageBase()) {
   return found;
 }
 
-/** The task rows only (the algorithm's own rollouts left out). */
+/**
+ * The run's task rows only: the algorithm's own rollouts left out, and forks (`agl-host fork`,
+ * made after the run from its rollouts), which the rollouts list shows but no summary counts.
+ */
 export function taskRows(rows) {
-  return rows.filter((row) => !isAlgorithmRollout(row.rollout));
+  return rows.filter((row) => !isAlgorithmRollout(row.rollout) && !forkOf(row.rollout));
 }
 
 /** Rollouts by status: `{succeeded: 3, running: 1, ...}`. */

@@ -206,9 +206,15 @@ fn gepa_mutates_each_of_two_prompts_and_merges_their_fixes() {
     // third of the val tasks; seed 10 mutates each from the seed, then merges them.
     let dir = scratch("agl-cli-gepa", "two-prompts");
     let out = dir.join("results.json");
-    let run = agl_host(two_prompts_args(&out, &two_prompts_script()));
+    let db = format!("sqlite:{}", dir.join("run.db").display());
+    let mut args = two_prompts_args(&out, &two_prompts_script());
+    args.extend(["--db".into(), db.clone().into()]);
+    let run = agl_host(args);
     assert!(run.status.success(), "{}", text(&run));
     let results = read_results(&out);
+    // Every rollout GEPA ran replays identically from its recording.
+    let rollouts = results["total"]["rollouts"].as_u64().expect("a count");
+    crate::python_agents::assert_every_attempt_replays_identically(&db, usize::try_from(rollouts).unwrap_or(0));
     let summary = &results["algorithm_summary"];
     assert_eq!(summary["components"], json!(["format", "system"]));
     let candidates = summary["candidates"].as_array().expect("candidates");

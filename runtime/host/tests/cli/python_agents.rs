@@ -110,12 +110,15 @@ fn a_pure_python_dependency_from_pypi_is_bundled_into_the_component() {
     let dir = temp_dir("calc");
     let calc = repo().join("examples/calc-agent-py");
     let out = dir.join("calc.json");
+    let db = format!("sqlite:{}", dir.join("run.db").display());
     let args = vec![
         "dev".into(),
         "--agent".into(),
         calc.clone().into(),
         "--output".into(),
         out.clone().into(),
+        "--db".into(),
+        db.clone().into(),
     ];
     let args = with_files(
         args,
@@ -138,6 +141,16 @@ fn a_pure_python_dependency_from_pypi_is_bundled_into_the_component() {
         "{results:#}"
     );
     assert_eq!(train["mean_reward"].as_f64(), Some(0.6), "{results:#}");
+    assert_every_attempt_replays_identically(&db, 5);
+}
+
+/// `agl-host replay --db DB`: each of the run's `attempts` recorded attempts replays identically.
+pub(crate) fn assert_every_attempt_replays_identically(db: &str, attempts: usize) {
+    let replayed = agl_host(["replay", "--db", db]);
+    let said = text(&replayed);
+    assert_eq!(replayed.status.code(), Some(0), "{said}");
+    let summary = format!("{attempts} attempt(s) replayed: {attempts} identical");
+    assert!(said.contains(&summary), "{said}");
 }
 
 /// One task per hostile action of the Python probe, then tasks that must still work.

@@ -168,6 +168,16 @@ fn replay_of_the_rust_math_agent_is_identical_and_a_fork_keeps_the_parents_prefi
     let report: Value = serde_json::from_slice(&all.stdout).expect("JSON");
     assert_eq!(report["counts"]["identical"], 2, "{report:#}");
 
+    // `show` lists the fork apart from the run's tasks, which it still counts as 2.
+    let shown = agl_host(["show", &db_arg]);
+    let said = text(&shown);
+    assert!(said.contains("\n2 rollouts: 2 succeeded"), "{said}");
+    let fork_line = format!(
+        "+ {child_id}  a fork of {} at LLM call 1 (branch 0 of 1)",
+        parent.rollout_id
+    );
+    assert!(said.contains(&fork_line), "{said}");
+
     // A fork point the attempt does not have, and a live call with no LLM, are refused.
     for (k, said) in [("0", "give 1 (the first) to 1"), ("2", "made 1 LLM call(s)")] {
         let refused = agl_host(["fork", &db_arg, &parent.rollout_id, "--at-llm-call", k, "--reply", "x"]);

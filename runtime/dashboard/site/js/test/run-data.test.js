@@ -22,6 +22,10 @@ const rows = [
   row("r4", "val", "v1", "succeeded", 1, "q3"),
   row("r5", "val", "v1", "running", undefined, "q4"),
   row("a1", null, null, "succeeded", undefined, "algo", { metadata: { "agl.kind": "algorithm" } }),
+  // A fork of r3 made after the run: listed, never counted in the run's aggregates.
+  row("f1", "val", "v0", "succeeded", 1, "q3", {
+    metadata: { "agl.fork": { parent_rollout_id: "r3", parent_attempt_id: "a", at_llm_call: 1, branch: 0, branches: 1 } },
+  }),
 ];
 
 test("every rollout counts as the run's results count it: a missing reward, or one not finished, as 0", () => {
