@@ -134,7 +134,7 @@ def rollouts_of(results):
 
 def run_gepa(args, spec, seed, budget, workdir, cache=True):
     config = {"seed": seed, "max_rollouts": budget, "max_reflection_calls": budget, "minibatch_size": MINIBATCH,
-              "cache_evaluation": cache}
+              "cache_evaluation": cache, **args.gepa_config}
     results = host_run(args, "gepa", config, spec, seed, workdir)
     summary = results["algorithm_summary"]
     return {
@@ -358,6 +358,9 @@ def main():
     parser.add_argument("--host", default=str(ROOT / "target/debug/agl-host"))
     parser.add_argument("--agent", default=str(HERE / "agent"))
     parser.add_argument("--out", default=str(ROOT / "target/gepa-bench"))
+    parser.add_argument("--gepa-config", type=json.loads, default={},
+                        help="extra --algo-config keys for the gepa and gepa-nocache runs (a JSON object), "
+                             "e.g. '{\"failure_focused_minibatches\": true}'; use another --out for them")
     parser.add_argument("--summarise-only", action="store_true")
     args = parser.parse_args()
     if not args.summarise_only:

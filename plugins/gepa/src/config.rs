@@ -82,6 +82,10 @@ pub struct Config {
     /// tie, a reward being at most `perfect_score`): a child that gains nothing costs only the
     /// tasks it had to fix. Turn off for rewards above `perfect_score`.
     pub early_rejection: bool,
+    /// Fill a parent's reflection minibatch first with train tasks it is known to fail (its
+    /// recorded outcomes below `perfect_score`; at most `minibatch_size - 1` of them, drawn at
+    /// random), the rest from the usual epoch-shuffled draw.
+    pub failure_focused_minibatches: bool,
     /// The prompt templates to optimise; `None`: every prompt template of the seed resources.
     pub components: Option<Vec<String>>,
     /// Model of the reflection calls (`None`: the host's default).
@@ -118,6 +122,7 @@ impl Default for Config {
             merge_subsample_size: 5,
             cache_evaluation: true,
             early_rejection: true,
+            failure_focused_minibatches: false,
             components: None,
             reflection_model: None,
             reflection_temperature: None,

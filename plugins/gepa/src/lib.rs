@@ -14,6 +14,7 @@ mod cache;
 mod config;
 mod front;
 mod merge;
+mod minibatch;
 mod reflect;
 mod report;
 
@@ -211,9 +212,17 @@ impl Gepa<'_> {
     fn mutate(&mut self, iteration: u32, batches: &mut BatchIterator) -> Result<Option<bool>> {
         let label = format!("iteration {iteration}");
         let parent = self.select_parent();
-        let minibatch = batches.next_batch(&mut self.rng);
+        let usual = batches.next_batch(&mut self.rng);
         let parent_id = self.candidates[parent].resources_id.clone();
         let parent_components = self.candidates[parent].components.clone();
+        let minibatch = if self.config.failure_focused_minibatches {
+            let failures = self
+                .cache
+                .known_failures(&parent_components, Split::Train, self.config.perfect_score);
+            minibatch::focus_on_failures(usual, failures, &mut self.rng)
+        } else {
+            usual
+        };
         let unpaid = self.cache.missing(&parent_components, Split::Train, &minibatch).len();
         let worst_case = Budget::mutation_rollouts(unpaid, minibatch.len(), self.data.val.len());
         if !self.budget.can_afford(worst_case, 1) {

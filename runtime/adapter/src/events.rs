@@ -31,7 +31,7 @@ pub const REWARD: &str = "reward";
 
 /// What the LLM proxy adds to its call spans (`agl-proxy`'s `record.rs`): the upstream, the
 /// retries, the HTTP status the client got.
-const PROXY_UPSTREAM: &str = "agl.llm.proxy.upstream";
+const PROXY_UPSTREAM: &str = agl_store::semconv::LLM_PROXY_UPSTREAM;
 const PROXY_RETRIES: &str = "agl.llm.proxy.retries";
 const HTTP_STATUS: &str = "http.response.status_code";
 

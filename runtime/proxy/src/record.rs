@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `train`, `val` or `test`: the route's mode, else the rollout's.
 pub const PROXY_MODE: &str = "agl.llm.proxy.mode";
 /// The upstream that answered (its API root or backend name; never a key).
-pub const PROXY_UPSTREAM: &str = "agl.llm.proxy.upstream";
+pub const PROXY_UPSTREAM: &str = agl_store::semconv::LLM_PROXY_UPSTREAM;
 /// How many times the upstream was tried again before this answer.
 pub const PROXY_RETRIES: &str = "agl.llm.proxy.retries";
 /// `true` when the answer was streamed (server-sent events) to the client.

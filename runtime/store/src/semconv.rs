@@ -205,6 +205,9 @@ pub const ALGORITHM_ROLLOUT: &str = "algorithm";
 /// `parent_rollout_id`, `parent_attempt_id`, `at_llm_call`, `branch` and `branches`. Exports
 /// leave forks out unless asked.
 pub const FORK: &str = "agl.fork";
+/// An LLM span the LLM proxy wrote for an attempt (not a host call of its instance): the
+/// upstream that answered (its API root or backend name; never a key).
+pub const LLM_PROXY_UPSTREAM: &str = "agl.llm.proxy.upstream";
 /// Captured stdout / stderr: the text kept and the bytes left out.
 pub const OUTPUT_TEXT: &str = "agl.output.text";
 pub const OUTPUT_DROPPED_BYTES: &str = "agl.output.dropped_bytes";

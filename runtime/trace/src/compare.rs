@@ -5,7 +5,11 @@
 //!
 //! Spans are compared in the order the attempt recorded them (their sequence ids, then their
 //! start), each by its name, its parent (as a position in that order), its status and its
-//! attributes; events and links are not compared.
+//! attributes; events and links are not compared. The LLM spans the LLM proxy wrote for an
+//! attempt are left out, and so are the root's LLM totals (`agl.llm.calls`, `agl.llm.tokens`),
+//! which count the proxy's calls too: the proxy is outside the agent's instance (a replay answers
+//! the agent's exchange with it from the record, and writes no proxy span). The agent's own LLM
+//! calls are compared span by span.
 
 use agl_store::Span;
 use serde_json::{Map, Value};
@@ -21,8 +25,8 @@ pub struct ComparableSpan {
     pub attributes: Map<String, Value>,
 }
 
-/// Whether an attribute measures time, or names the attempt or the agent's file rather than
-/// what happened.
+/// Whether an attribute measures time, names the attempt or the agent's file rather than what
+/// happened, or totals LLM calls the LLM proxy made too.
 fn varies_between_runs(key: &str) -> bool {
     key.ends_with("_ms")
         || key.ends_with(".latency")
@@ -32,11 +36,16 @@ fn varies_between_runs(key: &str) -> bool {
         || key.ends_with("attempt_id")
         || key == agl_store::semconv::ATTEMPT_SEQUENCE_ID
         || key == agl_store::semconv::AGENT
+        || key == agl_store::semconv::LLM_CALLS
+        || key == agl_store::semconv::LLM_TOKENS
 }
 
 /// The spans in their recorded order, comparable.
 pub fn comparable(spans: &[Arc<Span>]) -> Vec<ComparableSpan> {
-    let mut ordered: Vec<&Arc<Span>> = spans.iter().collect();
+    let mut ordered: Vec<&Arc<Span>> = spans
+        .iter()
+        .filter(|span| !span.attributes.contains_key(agl_store::semconv::LLM_PROXY_UPSTREAM))
+        .collect();
     ordered.sort_by(|a, b| {
         a.sequence_id.cmp(&b.sequence_id).then(
             a.start_time
@@ -166,5 +175,18 @@ mod tests {
         );
         let fewer = first_difference(&recorded, &replayed[..1], None).expect("a difference");
         assert!(fewer.contains("1 spans where 2"), "{fewer}");
+        let by_the_proxy = span(
+            3,
+            "e",
+            None,
+            "llm",
+            serde_json::json!({"agl.llm.proxy.upstream": "http://up"}),
+        );
+        let with_proxy = [recorded[0].clone(), recorded[1].clone(), by_the_proxy];
+        assert_eq!(
+            first_difference(&with_proxy, &replayed, None),
+            None,
+            "the proxy's spans are not the instance's"
+        );
     }
 }

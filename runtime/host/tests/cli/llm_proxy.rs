@@ -981,6 +981,24 @@ fn sandboxed_agents_call_through_their_capabilities(name: &str, extra: &[&str]) 
             assert_eq!(root["attributes"]["agl.llm.calls"], 1, "{root:#}");
         }
     }
+    // Each attempt replays identically with no proxy: its exchange with the proxy is answered from
+    // the record (the proxy's own LLM spans are not the agent's to make again).
+    let replayed = std::process::Command::new(env!("CARGO_BIN_EXE_agl-host"))
+        .env(
+            "AGL_CACHE_DIR",
+            agl_guest_build::repo_root().join("target/agl-cache-tests"),
+        )
+        .args(["replay", "--db", &run.db])
+        .output()
+        .expect("agl-host replay runs");
+    let said = String::from_utf8_lossy(&replayed.stdout);
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+    assert!(said.contains("3 attempt(s) replayed: 3 identical"), "{said}");
 }
 
 /// An agent granted the proxy's port is an attacker: the port serves it nothing but LLM calls
