@@ -84,7 +84,9 @@ pub struct Config {
     pub early_rejection: bool,
     /// Fill a parent's reflection minibatch first with train tasks it is known to fail (its
     /// recorded outcomes below `perfect_score`; at most `minibatch_size - 1` of them, drawn at
-    /// random), the rest from the usual epoch-shuffled draw.
+    /// random), the rest from the usual epoch-shuffled draw: a reflection on failures has more to
+    /// read, and where the parent already succeeds its child can at best tie. Off: the usual
+    /// draw alone, as the `gepa` package.
     pub failure_focused_minibatches: bool,
     /// The prompt templates to optimise; `None`: every prompt template of the seed resources.
     pub components: Option<Vec<String>>,
@@ -122,7 +124,7 @@ impl Default for Config {
             merge_subsample_size: 5,
             cache_evaluation: true,
             early_rejection: true,
-            failure_focused_minibatches: false,
+            failure_focused_minibatches: true,
             components: None,
             reflection_model: None,
             reflection_temperature: None,
@@ -198,6 +200,7 @@ mod tests {
         assert_eq!(config.candidate_selection, CandidateSelection::Pareto);
         assert_eq!(config.acceptance, Acceptance::StrictImprovement);
         assert!(config.skip_perfect_score && !config.use_merge);
+        assert!(config.early_rejection && config.failure_focused_minibatches && config.cache_evaluation);
         assert_eq!(config.max_merge_invocations, 5);
         assert!(config.check().is_ok());
         assert!(config.reflection_prompt().contains("{current_instruction}"));

@@ -53,7 +53,10 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(1);
         let batch = focus_on_failures(vec![1, 5, 6], vec![1, 2], &mut rng);
         assert_eq!(batch.len(), 3);
-        assert!(batch[..2].contains(&1) && batch[..2].contains(&2) && batch[2] == 5, "{batch:?}");
+        assert!(
+            batch[..2].contains(&1) && batch[..2].contains(&2) && batch[2] == 5,
+            "{batch:?}"
+        );
     }
 
     #[test]
