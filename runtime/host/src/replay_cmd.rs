@@ -13,8 +13,8 @@ use crate::output::{one_line, print, stderr_line};
 use crate::replay_run::{self, FromTape, NO_RECORDING, status_word};
 use crate::show_cmd::Opened;
 use crate::table::{self, clip_line};
-use agl_runs::read::{PAGE, spans_of};
-use agl_store::{Attempt, AttemptStatus, InMemoryLightningStore, LightningStore, Rollout, RolloutQuery, Span};
+use agl_runs::read::{every_rollout, spans_of};
+use agl_store::{Attempt, AttemptStatus, InMemoryLightningStore, LightningStore, Rollout, Span};
 use agl_wasm::SpanRecorder;
 use agl_wasm::tape::{Call, OnDivergence, ReplayPlan, Tape};
 use anyhow::Context;
@@ -232,36 +232,26 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
 /// has a recording (and ended as `statuses` say, when given), and how many had none.
 async fn every_recorded_attempt(opened: &Opened, statuses: &[AttemptStatus]) -> anyhow::Result<(Vec<Target>, usize)> {
     let store = opened.store.as_ref();
-    let (mut targets, mut not_recorded, mut offset) = (Vec::new(), 0, 0);
-    loop {
-        let page = store
-            .query_rollouts(&RolloutQuery::default().limit(PAGE).offset(offset))
-            .await
-            .context("reading the rollouts")?;
-        let fetched = page.items.len();
-        for view in page.items {
-            let Some(attempt) = view.attempt else { continue };
-            // Forks (`agl-host fork`) are not the run's tasks: replayed only by name.
-            if view.rollout.is_algorithm_rollout()
-                || view.rollout.fork_lineage().is_some()
-                || (!statuses.is_empty() && !statuses.contains(&attempt.status))
-            {
-                continue;
-            }
-            match replay_run::tape_of(store, &view.rollout, &attempt).await? {
-                Some(tape) => targets.push(Target {
-                    rollout: view.rollout,
-                    attempt,
-                    tape,
-                }),
-                None => not_recorded += 1,
-            }
+    let (mut targets, mut not_recorded) = (Vec::new(), 0);
+    for view in every_rollout(store).await? {
+        let Some(attempt) = view.attempt else { continue };
+        // Forks (`agl-host fork`) are not the run's tasks: replayed only by name.
+        if view.rollout.is_algorithm_rollout()
+            || view.rollout.fork_lineage().is_some()
+            || (!statuses.is_empty() && !statuses.contains(&attempt.status))
+        {
+            continue;
         }
-        offset += fetched as i64;
-        if fetched == 0 || offset as u64 >= page.total {
-            return Ok((targets, not_recorded));
+        match replay_run::tape_of(store, &view.rollout, &attempt).await? {
+            Some(tape) => targets.push(Target {
+                rollout: view.rollout,
+                attempt,
+                tape,
+            }),
+            None => not_recorded += 1,
         }
     }
+    Ok((targets, not_recorded))
 }
 
 /// Replays `targets`, `jobs` at a time; the verdicts in the targets' order.

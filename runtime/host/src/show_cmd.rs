@@ -9,7 +9,7 @@ use crate::output::print;
 use crate::table::{self, Align, Table, clip_line, one_line};
 use agl_runs::list::status_label;
 use agl_runs::open::{OpenedKept, open_kept};
-use agl_runs::read::{PAGE, spans_of};
+use agl_runs::read::{every_rollout, spans_of};
 use agl_runs::span_tree;
 use agl_store::{
     Attempt, AttemptQuery, AttemptStatus, Rollout, RolloutQuery, RolloutStatus, RunRecord, Span, StoreBackend,
@@ -116,31 +116,20 @@ struct RunJson<'a> {
 
 async fn rollout_rows(store: &dyn StoreBackend) -> anyhow::Result<Vec<RolloutRow>> {
     let mut rows = Vec::new();
-    let mut offset = 0;
-    loop {
-        let page = store
-            .query_rollouts(&RolloutQuery::default().limit(PAGE).offset(offset))
-            .await
-            .context("reading the rollouts")?;
-        let fetched = page.items.len();
-        for view in page.items {
-            let final_reward = match &view.attempt {
-                Some(attempt) => {
-                    agl_adapter::final_reward(&spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?)
-                }
-                None => None,
-            };
-            rows.push(RolloutRow {
-                rollout: view.rollout,
-                attempt: view.attempt,
-                final_reward,
-            });
-        }
-        offset += fetched as i64;
-        if fetched == 0 || offset as u64 >= page.total {
-            return Ok(rows);
-        }
+    for view in every_rollout(store).await? {
+        let final_reward = match &view.attempt {
+            Some(attempt) => {
+                agl_adapter::final_reward(&spans_of(store, &view.rollout, Some(&attempt.attempt_id)).await?)
+            }
+            None => None,
+        };
+        rows.push(RolloutRow {
+            rollout: view.rollout,
+            attempt: view.attempt,
+            final_reward,
+        });
     }
+    Ok(rows)
 }
 
 /// Why an attempt failed: its runner's reason, else what its status says.
