@@ -57,7 +57,7 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<ExitCode> {
     let llm: Arc<dyn LlmBackend> = if args.llm.is_configured() {
         llm::backend(&args.llm)?
     } else {
-        replay_run::record_only()
+        crate::llm::Refusing::record_only()
     };
     let answer = args
         .reply

@@ -8,15 +8,36 @@ use agl_llm::{
 };
 use std::sync::Arc;
 
-/// Answers every call with an error: no LLM was configured.
-struct NoLlm;
+/// Answers every call with an error saying why there is no LLM (none was configured; a replay
+/// answers from its record).
+pub struct Refusing {
+    why: &'static str,
+    description: &'static str,
+}
+
+impl Refusing {
+    /// No LLM was configured.
+    pub fn unconfigured() -> Arc<dyn LlmBackend> {
+        Arc::new(Self {
+            why: "no LLM configured: run with --llm-script RULES.json or --llm-endpoint URL --llm-model MODEL",
+            description: "none (LLM calls fail)",
+        })
+    }
+
+    /// A replay's: every call is answered from the record, and one that is not on it diverges
+    /// before it reaches here.
+    pub fn record_only() -> Arc<dyn LlmBackend> {
+        Arc::new(Self {
+            why: "a replay calls no LLM: this call is not on the record (use --live to go on with one)",
+            description: "none (answered from the record)",
+        })
+    }
+}
 
 #[async_trait::async_trait]
-impl LlmBackend for NoLlm {
+impl LlmBackend for Refusing {
     async fn chat(&self, _request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        Err(LlmError::Backend(
-            "no LLM configured: run with --llm-script RULES.json or --llm-endpoint URL --llm-model MODEL".into(),
-        ))
+        Err(LlmError::Backend(self.why.into()))
     }
 
     fn default_model(&self) -> &str {
@@ -24,7 +45,7 @@ impl LlmBackend for NoLlm {
     }
 
     fn describe(&self) -> String {
-        "none (LLM calls fail)".into()
+        self.description.into()
     }
 }
 
@@ -51,7 +72,7 @@ pub fn backend(args: &LlmArgs) -> Result<Arc<dyn LlmBackend>, InputError> {
         let backend = OpenAiBackend::new(config).map_err(|e| InputError(format!("LLM endpoint {endpoint}: {e}")))?;
         return Ok(Arc::new(backend));
     }
-    Ok(Arc::new(NoLlm))
+    Ok(Refusing::unconfigured())
 }
 
 /// The simulated LLM of `--llm-simulate SPEC.json` (its errors name the file).

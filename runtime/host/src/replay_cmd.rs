@@ -138,7 +138,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let llm = if live {
         llm::backend(&args.llm)?
     } else {
-        replay_run::record_only()
+        crate::llm::Refusing::record_only()
     };
     let (opened, _, rollout) = replay_run::open_run(&args.recorded, args.rollout.clone()).await?;
     let one = rollout.is_some();

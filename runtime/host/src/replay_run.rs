@@ -9,7 +9,7 @@ use crate::args::{Cli, Command, RecordedAttemptArgs};
 use crate::components;
 use crate::inputs::{self, InputError};
 use crate::show_cmd::{self, Opened};
-use agl_llm::{ChatRequest, ChatResponse, LlmBackend, LlmError};
+use agl_llm::LlmBackend;
 use agl_runs::read::spans_of;
 use agl_store::{
     Attempt, AttemptRef, AttemptUpdate, EnqueueRolloutRequest, JsonMap, LightningStore, Rollout, RunRecord, Span,
@@ -228,32 +228,6 @@ pub fn load_agent(
         own: is_own,
         _host: host,
     })
-}
-
-/// The LLM of a replay: none. Every call is answered from the record, and one that is not on it
-/// diverges before it reaches here; this refuses whatever would.
-struct RecordOnly;
-
-#[async_trait::async_trait]
-impl LlmBackend for RecordOnly {
-    async fn chat(&self, _request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        Err(LlmError::Backend(
-            "a replay calls no LLM: this call is not on the record (use --live to go on with one)".into(),
-        ))
-    }
-
-    fn default_model(&self) -> &str {
-        "none"
-    }
-
-    fn describe(&self) -> String {
-        "none (answered from the record)".into()
-    }
-}
-
-/// The LLM backend that answers nothing (a replay's).
-pub fn record_only() -> Arc<dyn LlmBackend> {
-    Arc::new(RecordOnly)
 }
 
 /// One attempt run from a tape, as a new rollout of a store.
